@@ -1,0 +1,40 @@
+# The two commands: `make demo` (set-up + main job) and `make test` (set-up + all tests).
+SHELL := /bin/bash
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.setup-stamp
+APT_PACKAGES := chromium libvulkan1
+OUT ?= out
+
+.PHONY: setup demo test test-fast clean
+
+setup: $(STAMP) apt
+
+# Debian packages: chromium ships the SwiftShader Vulkan driver LiteRT's GPU accelerator runs on here; libvulkan1 the loader.
+apt:
+	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
+	  echo "setup: installing Debian packages: $(APT_PACKAGES)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $(APT_PACKAGES) >/dev/null; \
+	fi
+
+# torch first, alone: `pip install torch==2.13.0` takes the CPU wheel on disk; letting a dependency pull torch takes CUDA.
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt -c constraints.txt
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+demo: setup
+	@bash scripts/demo.sh $(OUT)
+
+test: setup
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(OUT) .pytest_cache

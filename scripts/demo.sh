@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The main job behind `make demo`: synthetic full-size model -> LiteRT FP32 + INT8 -> inspect -> depth PNG of a photo.
+set -euo pipefail
+OUT=${1:-out}
+BIN=.venv/bin
+mkdir -p "$OUT/litert" "$OUT/predict"
+echo "== export (synthetic full-size Depth Anything V2 Small, 518x686)"
+$BIN/edgedepth export --model synthetic --size 518x686 --out "$OUT/litert"
+echo "== inspect"
+for f in "$OUT"/litert/*.tflite; do
+  $BIN/edgedepth inspect "$f" --json > "${f%.tflite}.inspect.json"
+  $BIN/edgedepth inspect "$f" --no-gpu | head -1
+  $BIN/python -c 'import json,sys; g=json.load(open(sys.argv[1]))["gpu"]; print("  GPU:", "fully delegated" if g["fully_delegated"] else "NOT fully delegated: %s" % g["error"])' "${f%.tflite}.inspect.json"
+done
+echo "== predict (sample photo: matplotlib's grace_hopper.jpg)"
+PHOTO=$($BIN/python -m edgedepth.samples)
+FP32=$(ls "$OUT"/litert/*_fp32.tflite | head -1)
+$BIN/edgedepth predict "$PHOTO" --model "$FP32" -o "$OUT/predict" --raw --quiet
+echo
+echo "Everything went to $OUT/:"
+find "$OUT" -type f | sort | sed 's/^/  /'

@@ -1,0 +1,198 @@
+"""Checkpoint loading: HF id@revision, a local HF folder, or seeded synthetic weights.
+
+The model contract (written once, here):
+  input   ``pixel_values``  float32 [1, 3, H, W], RGB, /255, ImageNet mean/std (see preprocess.py), H and W multiples of 14
+  output  ``depth``         float32 [1, H, W], relative inverse depth (larger = closer), >= 0 (ReLU head)
+
+``synthetic`` is the exact Depth-Anything-V2-Small architecture (24,785,089 parameters) with seeded *realistic* weights:
+non-zero biases, LayerScale values away from 1, LayerNorm scales away from 1.  HF's own init (zero biases, unit scales)
+lets the converter constant-fold patterns that real weights produce (716 vs 748 ops), so it would hide exactly the op
+patterns the rewrites target.  ``synthetic-tiny`` keeps every structural feature (4 output stages, reassemble factors
+4/2/1/0.5, position-embedding interpolation, DPT head) at tiny widths for fast tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+import torch
+from torch import nn
+
+from .errors import EdgedepthError
+
+DEFAULT_HF_ID = "depth-anything/Depth-Anything-V2-Small-hf"
+DEFAULT_REVISION = "5426e4f0f36572d16453bbda7a8389317b1bef99"
+DEFAULT_MODEL = f"{DEFAULT_HF_ID}@{DEFAULT_REVISION}"
+SYNTHETIC_SEED = 0
+SYNTHETIC_WARNING = (
+    "WARNING: synthetic weights (seeded random, not trained): depth maps from this model are meaningless; "
+    "use --model HF_ID@REV or a local HF folder for real depth"
+)
+
+# Architecture of Depth-Anything-V2-Small-hf @ 5426e4f0 (see shared NOTES); tiny keeps the structure at small widths.
+_ARCH = {
+    "synthetic": dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, fusion_hidden_size=64,
+                      neck_hidden_sizes=[48, 96, 192, 384], head_hidden_size=32),
+    "synthetic-tiny": dict(hidden_size=32, num_hidden_layers=4, num_attention_heads=2, fusion_hidden_size=16,
+                           neck_hidden_sizes=[8, 16, 24, 32], head_hidden_size=8),
+}
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    """A loaded checkpoint: the eval-mode HF model plus where it came from (for provenance)."""
+
+    model: nn.Module
+    source: str                 # "hf", "local", "synthetic"
+    name: str                   # what the user passed, normalised
+    revision: str | None = None
+    seed: int | None = None
+    weight_files: dict[str, str] = dataclasses.field(default_factory=dict)  # file name -> sha256
+
+    @property
+    def is_synthetic(self) -> bool:
+        return self.source == "synthetic"
+
+    def provenance(self) -> dict:
+        d = {"source": self.source, "name": self.name}
+        if self.revision:
+            d["revision"] = self.revision
+        if self.seed is not None:
+            d["seed"] = self.seed
+        if self.weight_files:
+            d["weight_files"] = dict(sorted(self.weight_files.items()))
+        return d
+
+
+def synthetic_config(kind: str = "synthetic"):
+    """DepthAnythingConfig for the synthetic architectures (full size mirrors the pinned checkpoint's config)."""
+    from transformers import DepthAnythingConfig, Dinov2Config
+
+    a = _ARCH[kind]
+    n = a["num_hidden_layers"]
+    stages = [f"stage{i}" for i in (n // 4, n // 2, 3 * n // 4, n)]
+    backbone = Dinov2Config(
+        hidden_size=a["hidden_size"], num_hidden_layers=n, num_attention_heads=a["num_attention_heads"],
+        mlp_ratio=4, patch_size=14, image_size=518, out_features=stages, reshape_hidden_states=False,
+        apply_layernorm=True, layerscale_value=1.0,
+    )
+    return DepthAnythingConfig(
+        backbone_config=backbone, fusion_hidden_size=a["fusion_hidden_size"], neck_hidden_sizes=a["neck_hidden_sizes"],
+        reassemble_factors=[4, 2, 1, 0.5], reassemble_hidden_size=a["hidden_size"],
+        head_hidden_size=a["head_hidden_size"], depth_estimation_type="relative",
+    )
+
+
+@torch.no_grad()
+def _realistic_init(model: nn.Module, seed: int) -> None:
+    """Overwrite every parameter with seeded values shaped like trained ones (nothing zero, nothing exactly one)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def rnd(shape, std, mean=0.0):
+        return torch.randn(shape, generator=g) * std + mean
+
+    for name, p in model.named_parameters():
+        if "lambda1" in name:                                   # LayerScale: trained DINOv2 values are ~0.01..1
+            p.copy_(rnd(p.shape, 0.05, 0.2))
+        elif ("norm" in name) and name.endswith("weight"):       # LayerNorm gamma
+            p.copy_(rnd(p.shape, 0.1, 1.0))
+        elif name.endswith("bias"):
+            p.copy_(rnd(p.shape, 0.02))
+        elif "position_embeddings" in name or "cls_token" in name or "mask_token" in name:
+            p.copy_(rnd(p.shape, 0.02))
+        else:                                                   # conv / linear weights: fan-in scaled
+            fan_in = p[0].numel() if p.dim() > 1 else p.numel()
+            p.copy_(rnd(p.shape, 1.0 / fan_in ** 0.5))
+    # Make the relative head produce a varied, mostly positive map (a trained head does; with random weights the final
+    # ReLU would zero most of it): standardise conv3 on a seeded calibration image and centre its output above zero.
+    head = model.head
+    x = rnd((1, 3, 518, 518) if model.config.backbone_config.hidden_size > 64 else (1, 3, 56, 70), 1.0)
+    feats = {}
+    hook = head.conv3.register_forward_hook(lambda m, i, o: feats.__setitem__("z", o))
+    model(pixel_values=x)
+    hook.remove()
+    z = feats["z"] - head.conv3.bias.view(1, -1, 1, 1)
+    mean, std = z.mean(), z.std().clamp_min(1e-12)
+    head.conv3.weight.div_(std)
+    head.conv3.bias.copy_(1.5 - mean / std)
+
+
+def load_synthetic(kind: str = "synthetic", seed: int = SYNTHETIC_SEED) -> Checkpoint:
+    from transformers import DepthAnythingForDepthEstimation
+
+    torch.manual_seed(seed)
+    model = DepthAnythingForDepthEstimation(synthetic_config(kind)).eval()
+    _realistic_init(model, seed)
+    return Checkpoint(model=model, source="synthetic", name=kind, seed=seed)
+
+
+def _sha256(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _load_pretrained(path_or_id: str, revision: str | None, source: str) -> Checkpoint:
+    from transformers import DepthAnythingForDepthEstimation
+
+    try:
+        model = DepthAnythingForDepthEstimation.from_pretrained(path_or_id, revision=revision).eval()
+    except OSError as e:
+        if source == "local":
+            raise EdgedepthError(f"cannot load a checkpoint from folder {path_or_id!r}: {str(e).splitlines()[0]}") from e
+        raise EdgedepthError(
+            f"cannot load {path_or_id}@{revision} from the Hugging Face hub (no network and not in the local cache); "
+            "download it elsewhere and pass the folder with --model PATH, or use --model synthetic"
+        ) from e
+    files = {}
+    folder = path_or_id if source == "local" else None
+    if folder is None:
+        try:
+            from huggingface_hub import snapshot_download
+
+            folder = snapshot_download(path_or_id, revision=revision, local_files_only=True)
+        except Exception:  # provenance is best effort when the cache layout is unusual
+            folder = None
+    if folder:
+        for fn in sorted(os.listdir(folder)):
+            if fn.endswith((".safetensors", ".bin")):
+                files[fn] = _sha256(os.path.join(folder, fn))
+    return Checkpoint(model=model, source=source, name=path_or_id, revision=revision, weight_files=files)
+
+
+def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False) -> Checkpoint:
+    """Load ``synthetic``, ``synthetic-tiny``, a local HF folder, or ``HF_ID[@REVISION]``."""
+    if spec in _ARCH:
+        ckpt = load_synthetic(spec)
+        if not quiet:
+            print(SYNTHETIC_WARNING, file=sys.stderr)
+        return ckpt
+    if os.path.isdir(spec):
+        if not os.path.isfile(os.path.join(spec, "config.json")):
+            raise EdgedepthError(f"{spec!r} is a folder but has no config.json: not a Hugging Face checkpoint folder")
+        return _load_pretrained(spec, None, "local")
+    if spec.endswith((".tflite", ".pte")) or os.path.isfile(spec):
+        raise EdgedepthError(f"--model {spec!r}: expected a checkpoint (HF_ID[@REV], a folder, synthetic), not a file")
+    hf_id, _, rev = spec.partition("@")
+    if hf_id.count("/") != 1:
+        raise EdgedepthError(
+            f"--model {spec!r}: not a folder, not 'synthetic'/'synthetic-tiny', and not a hub id of the form OWNER/NAME[@REV]"
+        )
+    return _load_pretrained(hf_id, rev or None, "hf")
+
+
+class DepthModule(nn.Module):
+    """pixel_values [1,3,H,W] -> relative inverse depth [1,H,W]; the traced/exported signature of every target."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        return self.model(pixel_values=pixel_values).predicted_depth

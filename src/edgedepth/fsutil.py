@@ -1,0 +1,48 @@
+"""Atomic file output: write to a temp file in the target folder, then rename; a failure leaves nothing behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+
+from .errors import EdgedepthError
+
+
+def ensure_writable_dir(path: str) -> str:
+    """Create ``path`` if needed and check it is a writable folder, else raise a one-line error."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise EdgedepthError(f"output {path!r} exists and is not a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise EdgedepthError(f"cannot create output folder {path!r}: {e.strerror}") from None
+    try:  # a real write, not os.access: root passes access checks on read-only file systems
+        fd, probe = tempfile.mkstemp(prefix=".edgedepth-write-check-", dir=path)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as e:
+        raise EdgedepthError(f"output folder {path!r} is not writable: {e.strerror}") from None
+    return path
+
+
+@contextlib.contextmanager
+def atomic_path(final: str):
+    """Yield a temp path next to ``final``; on success rename it to ``final``, on any error delete it."""
+    folder = os.path.dirname(os.path.abspath(final))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(final) + ".", suffix=".tmp", dir=folder)
+    os.close(fd)
+    os.remove(tmp)  # a unique name that does not exist yet: writers that refuse to overwrite stay quiet
+    try:
+        yield tmp
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+        raise
+
+
+def write_bytes_atomic(final: str, data: bytes) -> None:
+    with atomic_path(final) as tmp, open(tmp, "wb") as f:
+        f.write(data)

@@ -1,0 +1,191 @@
+"""Look inside a .tflite: ops, I/O, weights, FC variants (schema bindings from ai_edge_litert), and a GPU check."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+from .errors import EdgedepthError
+
+_FC_OPTIONS_TYPE = None
+
+
+def _schema():
+    from ai_edge_litert import schema_py_generated as S
+
+    return S
+
+
+def check_tflite_file(path: str) -> bytes:
+    """Read ``path`` and check it is a complete TFLite flatbuffer; raise a one-line error naming the problem."""
+    if not os.path.exists(path):
+        raise EdgedepthError(f"model file {path!r} does not exist")
+    if os.path.isdir(path):
+        raise EdgedepthError(f"model file {path!r} is a folder")
+    data = open(path, "rb").read()
+    if len(data) == 0:
+        raise EdgedepthError(f"model file {path!r} is empty (0 bytes)")
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise EdgedepthError(f"{path!r} is not a TFLite model (no TFL3 identifier)")
+    model = _parse(data, path)
+    for i, b in enumerate(model.buffers or []):
+        if b.offset and b.offset + b.size > len(data):
+            raise EdgedepthError(f"model file {path!r} is truncated (buffer {i} ends at byte {b.offset + b.size}, "
+                                 f"file has {len(data)})")
+    return data
+
+
+def _parse(data: bytes, path: str):
+    S = _schema()
+    try:
+        model = S.ModelT.InitFromPackedBuf(data, 0)
+    except Exception as e:
+        raise EdgedepthError(f"model file {path!r} is corrupt or truncated ({type(e).__name__})") from None
+    if not model.subgraphs:
+        raise EdgedepthError(f"model file {path!r} has no subgraph")
+    return model
+
+
+def _dtype_names() -> dict[int, str]:
+    S = _schema()
+    return {v: k for k, v in vars(S.TensorType).items() if not k.startswith("_")}
+
+
+def _op_names() -> dict[int, str]:
+    S = _schema()
+    return {v: k for k, v in vars(S.BuiltinOperator).items() if not k.startswith("_")}
+
+
+def _tensor_info(t, dtypes) -> dict:
+    return {"name": t.name.decode() if isinstance(t.name, bytes) else t.name,
+            "shape": [int(s) for s in t.shape], "dtype": dtypes[t.type].lower()}
+
+
+def describe(path: str) -> dict:
+    """Static description of a .tflite (no runtime needed)."""
+    data = check_tflite_file(path)
+    model = _parse(data, path)
+    S = _schema()
+    ops, dtypes = _op_names(), _dtype_names()
+    sg = model.subgraphs[0]
+    hist: collections.Counter = collections.Counter()
+    fc_variants: collections.Counter = collections.Counter()
+    for op in sg.operators:
+        oc = model.operatorCodes[op.opcodeIndex]
+        name = ops.get(max(oc.builtinCode, oc.deprecatedBuiltinCode), f"CUSTOM:{oc.customCode}")
+        hist[name] += 1
+        if name == "FULLY_CONNECTED":
+            keep = bool(getattr(op.builtinOptions, "keepNumDims", False))
+            in_rank = len(sg.tensors[op.inputs[0]].shape)
+            out_rank = len(sg.tensors[op.outputs[0]].shape)
+            wtype = dtypes[sg.tensors[op.inputs[1]].type].lower()
+            fc_variants[f"keep_num_dims={keep} rank {in_rank}->{out_rank} weights {wtype}"] += 1
+    weights: collections.Counter = collections.Counter()
+    weight_bytes: collections.Counter = collections.Counter()
+    for t in sg.tensors:
+        buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) else None
+        size = (buf.size if buf is not None and buf.offset else (len(buf.data) if buf is not None and buf.data is not None else 0))
+        if size:
+            weights[dtypes[t.type].lower()] += 1
+            weight_bytes[dtypes[t.type].lower()] += int(size)
+    sigs = [{"key": s.signatureKey.decode() if isinstance(s.signatureKey, bytes) else s.signatureKey,
+             "inputs": [x.name.decode() for x in s.inputs], "outputs": [x.name.decode() for x in s.outputs]}
+            for s in (model.signatureDefs or [])]
+    return {
+        "file": os.path.basename(path),
+        "bytes": len(data),
+        "ops": len(sg.operators),
+        "op_histogram": dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "inputs": [_tensor_info(sg.tensors[i], dtypes) for i in sg.inputs],
+        "outputs": [_tensor_info(sg.tensors[i], dtypes) for i in sg.outputs],
+        "signatures": sigs,
+        "weights": {k: {"tensors": weights[k], "bytes": weight_bytes[k]} for k in sorted(weights)},
+        "fc_variants": dict(sorted(fc_variants.items())),
+    }
+
+
+_RE_SPLIT = re.compile(r"(\d+) operations will run on the GPU, and the remaining (\d+) operations will run on the CPU")
+_RE_UNSUPPORTED = re.compile(r"^([A-Z0-9_]+): (.*not supported.*)$")
+_RE_ADAPTER = re.compile(r"Selected adapter: (.*)")
+_RE_ERROR = re.compile(r"(Failed to create [^:]*: )?((INVALID_ARGUMENT|UNIMPLEMENTED|INTERNAL|UNKNOWN): [^\n;]*)")
+
+
+def gpu_check(path: str, timeout: float = 600.0) -> dict:
+    """Compile ``path`` on LiteRT's GPU accelerator alone, in a child process; report delegation as data.
+
+    Keys: fully_delegated (bool), gpu_ops / cpu_ops (int or None), unsupported ({op: reason}), adapter (str or None),
+    error (str or None: the compile error, e.g. LiteRT #9481's "Unable to parse bc coord for BATCH axis").
+    """
+    from .runtimes.vulkan import vulkan_env
+
+    check_tflite_file(path)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "edgedepth.runtimes.gpu_probe", os.path.abspath(path)],
+                              capture_output=True, text=True, timeout=timeout, env=vulkan_env())
+    except subprocess.TimeoutExpired:
+        return {"fully_delegated": False, "gpu_ops": None, "cpu_ops": None, "unsupported": {}, "adapter": None,
+                "error": f"GPU compile did not finish within {timeout:.0f} s"}
+    log = proc.stderr
+    probe = None
+    for line in proc.stdout.splitlines():
+        if line.startswith("EDGEDEPTH_GPU_PROBE "):
+            probe = json.loads(line.split(" ", 1)[1])
+    split = _RE_SPLIT.search(log)
+    unsupported = {m.group(1): m.group(2) for m in (_RE_UNSUPPORTED.match(l.strip()) for l in log.splitlines())
+                   if m and m.group(1) != "ERROR"}
+    adapter = _RE_ADAPTER.search(log)
+    error = None
+    if probe is None:
+        error = f"GPU probe crashed (exit code {proc.returncode})"
+    elif probe["exception"]:
+        detail = _RE_ERROR.search(log)
+        parts = []
+        if unsupported:
+            parts.append("ops not supported by the GPU delegate: " + ", ".join(sorted(unsupported)))
+        if detail:
+            parts.append(detail.group(2).strip())
+        error = "; ".join(parts) or probe["exception"]
+    fully = bool(probe and probe["compiled"] and probe["fully_accelerated"])
+    return {
+        "fully_delegated": fully,
+        "gpu_ops": int(split.group(1)) if split else None,
+        "cpu_ops": int(split.group(2)) if split else (0 if fully else None),
+        "unsupported": dict(sorted(unsupported.items())),
+        "adapter": adapter.group(1).strip() if adapter else None,
+        "error": error,
+    }
+
+
+def inspect_file(path: str, gpu: bool = True) -> dict:
+    info = describe(path)
+    info["gpu"] = gpu_check(path) if gpu else None
+    return info
+
+
+def format_text(info: dict) -> str:
+    lines = [f"{info['file']}: {info['bytes'] / 1e6:.1f} MB, {info['ops']} ops"]
+    for s in info["signatures"]:
+        lines.append(f"  signature {s['key']}({', '.join(s['inputs'])}) -> {', '.join(s['outputs'])}")
+    for kind in ("inputs", "outputs"):
+        for t in info[kind]:
+            lines.append(f"  {kind[:-1]:6s} {t['name']}: {t['dtype']}{t['shape']}")
+    lines.append("  op histogram: " + ", ".join(f"{k} {v}" for k, v in info["op_histogram"].items()))
+    lines.append("  weights: " + ", ".join(f"{k} {v['tensors']} tensors / {v['bytes'] / 1e6:.1f} MB"
+                                           for k, v in info["weights"].items()))
+    for k, v in info["fc_variants"].items():
+        lines.append(f"  FULLY_CONNECTED {k}: {v}")
+    g = info.get("gpu")
+    if g:
+        where = f" on {g['adapter']}" if g["adapter"] else ""
+        if g["fully_delegated"]:
+            lines.append(f"  GPU{where}: fully delegated (all {info['ops']} ops)")
+        else:
+            split = f"{g['gpu_ops']} ops on GPU, {g['cpu_ops']} would fall back to CPU; " if g["gpu_ops"] is not None else ""
+            lines.append(f"  GPU{where}: NOT fully delegated: {split}{g['error']}")
+    return "\n".join(lines)

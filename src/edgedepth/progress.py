@@ -1,0 +1,31 @@
+"""A per-stage progress bar on stderr (tqdm), shared by every long command."""
+
+from __future__ import annotations
+
+import sys
+
+
+class Stages:
+    """``with Stages(3) as s: s.start("convert"); ...`` — advances one step per stage and shows elapsed time."""
+
+    def __init__(self, total: int, enabled: bool = True):
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=total, file=sys.stderr, disable=not enabled, leave=True, dynamic_ncols=True,
+                         bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} stages [{elapsed}]")
+        self._started = False
+
+    def start(self, name: str) -> None:
+        if self._started:
+            self._bar.update(1)
+        self._started = True
+        self._bar.set_description_str(name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *_):
+        if exc_type is None and self._started:
+            self._bar.update(1)
+            self._bar.set_description_str("done")
+        self._bar.close()

@@ -1,0 +1,34 @@
+"""What every rewrite gets and returns."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+from torch import nn
+
+
+@dataclasses.dataclass(frozen=True)
+class RewriteContext:
+    """The fixed export size (pixels; multiples of the patch size)."""
+
+    height: int
+    width: int
+
+    def patch_grid(self, patch_size: int) -> tuple[int, int]:
+        return self.height // patch_size, self.width // patch_size
+
+
+def fresh_copy(model: nn.Module) -> nn.Module:
+    """Deep copy in eval mode: rewrites never mutate their input."""
+    return copy.deepcopy(model).eval()
+
+
+def backbone_of(model: nn.Module) -> nn.Module:
+    return model.backbone
+
+
+def encoder_layers(model: nn.Module):
+    """The transformer blocks, whether the backbone is transformers' Dinov2Backbone or our EdgeBackbone."""
+    bb = model.backbone
+    return bb.layers if hasattr(bb, "layers") else bb.encoder.layer

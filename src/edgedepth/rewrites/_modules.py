@@ -1,0 +1,150 @@
+"""Drop-in modules that the rewrites put in place of transformers' own (on a deep copy of the model).
+
+Every class here computes the same function as the module it replaces; the rewrite that installs it documents how exact
+it is.  Shapes are static: the export size is fixed, so reshapes take Python ints, never tensors.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class EdgeBackbone(nn.Module):
+    """Dinov2Backbone without the attention mask: embeddings -> layers -> shared LayerNorm at the out stages.
+
+    Holds the original submodules (``embeddings``, ``layers``, ``layernorm``), so later rewrites can swap them.  Keeps
+    ``forward_with_filtered_kwargs`` because DepthAnythingForDepthEstimation.forward calls it.
+    """
+
+    def __init__(self, embeddings: nn.Module, layers: nn.ModuleList, layernorm: nn.Module, out_layers: list[int],
+                 apply_layernorm: bool):
+        super().__init__()
+        self.embeddings = embeddings
+        self.layers = layers
+        self.layernorm = layernorm
+        self.out_layers = list(out_layers)      # 1-based layer numbers whose outputs are feature maps
+        self.apply_layernorm = apply_layernorm
+
+    def forward(self, pixel_values: torch.Tensor):
+        from transformers.modeling_outputs import BackboneOutput
+
+        hidden = self.embeddings(pixel_values)
+        feats = []
+        for i, layer in enumerate(self.layers, start=1):
+            hidden = layer(hidden, None)
+            if i in self.out_layers:
+                feats.append(self.layernorm(hidden) if self.apply_layernorm else hidden)
+        return BackboneOutput(feature_maps=tuple(feats))
+
+    def forward_with_filtered_kwargs(self, pixel_values: torch.Tensor, **kwargs):
+        return self(pixel_values)
+
+
+class FrozenEmbeddings(nn.Module):
+    """Patch conv + CLS token + a position embedding precomputed for one input size.
+
+    ``cls_pos`` = cls_token + position_embeddings[:, :1]; ``patch_pos`` = the interpolated patch position embeddings.
+    ``cat(cls, patches) + pos`` == ``cat(cls + pos[:1], patches + pos[1:])`` element by element (same float adds).
+    """
+
+    def __init__(self, patch_embeddings: nn.Module, cls_pos: torch.Tensor, patch_pos: torch.Tensor,
+                 height: int, width: int):
+        super().__init__()
+        self.patch_embeddings = patch_embeddings
+        self.register_buffer("cls_pos", cls_pos.detach().clone())
+        self.register_buffer("patch_pos", patch_pos.detach().clone())
+        self.height, self.width = height, width
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        if tuple(pixel_values.shape[2:]) != (self.height, self.width):
+            raise ValueError(f"FrozenEmbeddings was frozen for {self.height}x{self.width}, got {tuple(pixel_values.shape)}")
+        patches = self.patch_embeddings(pixel_values)
+        return torch.cat((self.cls_pos, patches + self.patch_pos), dim=1)
+
+
+class EdgeAttention(nn.Module):
+    """Eager self-attention with static head reshapes and a rank-3 [1, N, D] input to every projection.
+
+    ``qkv`` (one fused Linear, output [q | k | v]) replaces ``q_proj/k_proj/v_proj`` once ``fuse_qkv`` ran.
+    ``scaling`` is 1.0 once ``fold_attention_scale`` ran.
+    """
+
+    def __init__(self, src: nn.Module):
+        super().__init__()
+        self.num_heads = src.num_attention_heads
+        self.head_dim = src.head_dim
+        self.scaling = float(src.scaling)
+        self.q_proj, self.k_proj, self.v_proj, self.o_proj = src.q_proj, src.k_proj, src.v_proj, src.o_proj
+        self.register_module("qkv", None)       # set by fuse_qkv
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask=None, **kwargs):
+        b, n, _ = hidden_states.shape
+        h, d = self.num_heads, self.head_dim
+        if self.qkv is not None:
+            qkv = self.qkv(hidden_states).reshape(b, n, 3 * h, d).transpose(1, 2)      # [b, 3h, n, d]
+            q, k, v = torch.split(qkv, h, dim=1)
+        else:
+            q = self.q_proj(hidden_states).reshape(b, n, h, d).transpose(1, 2)
+            k = self.k_proj(hidden_states).reshape(b, n, h, d).transpose(1, 2)
+            v = self.v_proj(hidden_states).reshape(b, n, h, d).transpose(1, 2)
+        if self.scaling != 1.0:
+            q = q * self.scaling
+        attn = torch.softmax(torch.matmul(q, k.transpose(2, 3)), dim=-1)
+        out = torch.matmul(attn, v).transpose(1, 2).reshape(b, n, h * d)
+        return self.o_proj(out), None
+
+
+class EdgeLayerNorm(nn.Module):
+    """LayerNorm over the last dim with keep-dims reductions; mean computed once and reused for the variance.
+
+    ``weight``/``bias`` are None once ``fold_layernorm_affine`` moved them into the following linear layer(s).
+    """
+
+    def __init__(self, src: nn.LayerNorm):
+        super().__init__()
+        self.eps = float(src.eps)
+        self.weight = None if src.weight is None else nn.Parameter(src.weight.detach().clone(), requires_grad=False)
+        self.bias = None if src.bias is None else nn.Parameter(src.bias.detach().clone(), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d = x - x.mean(dim=-1, keepdim=True)
+        y = d * torch.rsqrt((d * d).mean(dim=-1, keepdim=True) + self.eps)
+        if self.weight is not None:
+            y = y * self.weight
+        if self.bias is not None:
+            y = y + self.bias
+        return y
+
+
+class TokenReassemble(nn.Module):
+    """DPT reassemble stage working on tokens: 1x1 projection as a Linear on [1, N, D], drop CLS, one reshape to NHWC.
+
+    Same maths as DepthAnythingReassembleStage (slice CLS -> reshape -> NCHW -> 1x1 conv -> resize): a 1x1 conv is a
+    per-token Linear, so it commutes with dropping the CLS token and with the layout change.
+    """
+
+    def __init__(self, src: nn.Module, patch_height: int, patch_width: int):
+        super().__init__()
+        self.proj = nn.ModuleList()
+        self.resize = nn.ModuleList()
+        for layer in src.layers:
+            conv = layer.projection
+            lin = nn.Linear(conv.in_channels, conv.out_channels, bias=conv.bias is not None)
+            with torch.no_grad():
+                lin.weight.copy_(conv.weight.reshape(conv.out_channels, conv.in_channels))
+                if conv.bias is not None:
+                    lin.bias.copy_(conv.bias)
+            self.proj.append(lin)
+            self.resize.append(layer.resize)
+        self.patch_height, self.patch_width = patch_height, patch_width
+
+    def forward(self, hidden_states, patch_height=None, patch_width=None):
+        ph, pw = self.patch_height, self.patch_width
+        out = []
+        for proj, resize, h in zip(self.proj, self.resize, hidden_states):
+            t = proj(h[:, 1:])
+            c = t.shape[-1]
+            t = t.reshape(1, ph, pw, c).permute(0, 3, 1, 2)
+            out.append(resize(t))
+        return out

@@ -1,0 +1,19 @@
+"""Runtimes: one runner interface (``run(x) -> depth``) over PyTorch eager, LiteRT CPU/GPU (and later ExecuTorch).
+
+Every runner takes the float32 model input [1,3,H,W] (numpy) and returns float32 depth [1,H,W] (numpy).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+
+class Runner(Protocol):
+    name: str          # e.g. "litert-cpu", "litert-gpu", "torch-eager"
+    input_shape: tuple[int, int, int, int]
+
+    def run(self, x: np.ndarray) -> np.ndarray: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,75 @@
+"""LiteRT runner over ``ai_edge_litert``'s CompiledModel API.
+
+Backends: ``cpu`` (XNNPACK, T threads), ``gpu`` (GPU accelerator alone, ``enforce_f32=True``: FP32 compute),
+``gpu-fp16`` (GPU accelerator alone, LiteRT's default precision policy, which may compute in FP16).
+GPU backends never fall back to the CPU silently: compilation with the GPU alone fails if any op is not delegated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import EdgedepthError
+
+BACKENDS = ("cpu", "gpu", "gpu-fp16")
+SIGNATURE = "serving_default"
+
+
+def _options(backend: str, threads: int):
+    from ai_edge_litert.hardware_accelerator import HardwareAccelerator as HA
+    from ai_edge_litert.options import CpuOptions, GpuOptions, Options
+
+    if backend == "cpu":
+        return Options(hardware_accelerators=HA.CPU, cpu_options=CpuOptions(num_threads=threads))
+    if backend in ("gpu", "gpu-fp16"):
+        from .vulkan import ensure_vulkan_env
+
+        ensure_vulkan_env()
+        return Options(hardware_accelerators=HA.GPU, gpu_options=GpuOptions(enforce_f32=(backend == "gpu")))
+    raise EdgedepthError(f"unknown LiteRT backend {backend!r} (choose from {', '.join(BACKENDS)})")
+
+
+class LiteRTRunner:
+    """Compile a .tflite once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``."""
+
+    def __init__(self, path: str, backend: str = "cpu", threads: int = 2):
+        from ai_edge_litert.compiled_model import CompiledModel
+
+        from ..inspect import check_tflite_file
+
+        check_tflite_file(path)
+        self.path, self.backend, self.threads = path, backend, threads
+        self.name = f"litert-{backend}"
+        try:
+            self._cm = CompiledModel.from_file(path, options=_options(backend, threads))
+        except RuntimeError as e:
+            msg = " ".join(str(e).split())
+            raise EdgedepthError(f"LiteRT could not compile {path!r} for {backend}: {msg}") from None
+        sigs = self._cm.get_signature_list()
+        if SIGNATURE not in sigs:
+            raise EdgedepthError(f"{path!r} has no {SIGNATURE!r} signature (has: {', '.join(sigs)})")
+        inp = self._cm.get_input_tensor_details(SIGNATURE)
+        out = self._cm.get_output_tensor_details(SIGNATURE)
+        (self._in,) = inp.values()
+        (self._out,) = out.values()
+        self.input_shape = tuple(self._in["shape"])
+        self.output_shape = tuple(self._out["shape"])
+        self.fully_accelerated = self._cm.is_fully_accelerated()
+        self._ib = self._cm.create_input_buffers(0)
+        self._ob = self._cm.create_output_buffers(0)
+        self._n_out = int(np.prod(self.output_shape))
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return int(self.input_shape[2]), int(self.input_shape[3])
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        if tuple(x.shape) != self.input_shape:
+            raise EdgedepthError(f"input shape {tuple(x.shape)} does not match the model's {self.input_shape}")
+        self._ib[0].write(np.ascontiguousarray(x, dtype=np.float32))
+        self._cm.run_by_index(0, self._ib, self._ob)
+        return self._ob[0].read(self._n_out, np.float32).reshape(self.output_shape)
+
+    def close(self) -> None:
+        self._ib = self._ob = None
+        self._cm = None

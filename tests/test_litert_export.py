@@ -1,0 +1,64 @@
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from edgedepth.checkpoint import DepthModule
+from edgedepth.inspect import describe
+from edgedepth.runtimes.litert import LiteRTRunner
+from edgedepth.targets import litert
+from conftest import TINY_SIZE, rel_l2
+
+
+def test_signature_and_io(tiny_plain_export):
+    info = describe(tiny_plain_export["fp32"])
+    assert info["signatures"] == [{"key": "serving_default", "inputs": ["args_0"], "outputs": ["output_0"]}]
+    assert info["inputs"][0]["shape"] == [1, 3, *TINY_SIZE] and info["inputs"][0]["dtype"] == "float32"
+    assert info["outputs"][0]["shape"] == [1, *TINY_SIZE] and info["outputs"][0]["dtype"] == "float32"
+
+
+def test_fp32_matches_pytorch(tiny_plain_export, tiny_ckpt, tiny_input):
+    with torch.no_grad():
+        ref = DepthModule(tiny_ckpt.model)(torch.from_numpy(tiny_input)).numpy()
+    out = LiteRTRunner(tiny_plain_export["fp32"], "cpu").run(tiny_input)
+    assert out.shape == ref.shape
+    assert rel_l2(out, ref) <= 1e-6
+
+
+def test_int8_has_int8_weights_and_stays_close(tiny_plain_export, tiny_ckpt, tiny_input):
+    info = describe(tiny_plain_export["int8"])
+    assert "int8" in info["weights"]
+    assert all("weights int8" in k for k in info["fc_variants"])
+    with torch.no_grad():
+        ref = DepthModule(tiny_ckpt.model)(torch.from_numpy(tiny_input)).numpy()
+    err = rel_l2(LiteRTRunner(tiny_plain_export["int8"], "cpu").run(tiny_input), ref)
+    assert 0 < err < 0.1  # quantised: not exact, but the same map
+
+
+def test_reexport_is_byte_identical(tmp_path, tiny_plain_export, tiny_ckpt):
+    again = litert.export(DepthModule(tiny_ckpt.model), *TINY_SIZE, str(tmp_path), ("fp32",), plain=True)
+    assert open(again["fp32"], "rb").read() == open(tiny_plain_export["fp32"], "rb").read()
+
+
+class _Broken(torch.nn.Module):
+    def forward(self, x):
+        raise RuntimeError("boom while tracing")
+
+
+def test_failed_export_leaves_no_file(tmp_path):
+    with pytest.raises(RuntimeError, match="boom"):
+        litert.export(_Broken(), *TINY_SIZE, str(tmp_path), ("fp32", "int8"))
+    assert os.listdir(tmp_path) == []
+
+
+def test_failed_quantisation_leaves_no_file(tmp_path, tiny_plain_export, monkeypatch):
+    import ai_edge_quantizer.quantizer as q
+
+    def fail(self, *a, **k):
+        raise RuntimeError("quantizer failed")
+
+    monkeypatch.setattr(q.Quantizer, "quantize", fail)  # the quantizer failing is outside our control: simulate it
+    with pytest.raises(RuntimeError, match="quantizer failed"):
+        litert.quantize_int8(tiny_plain_export["fp32"], str(tmp_path / "x_int8.tflite"))
+    assert os.listdir(tmp_path) == []
