@@ -59,7 +59,11 @@ class FrozenEmbeddings(nn.Module):
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
         if tuple(pixel_values.shape[2:]) != (self.height, self.width):
             raise ValueError(f"FrozenEmbeddings was frozen for {self.height}x{self.width}, got {tuple(pixel_values.shape)}")
-        patches = self.patch_embeddings(pixel_values)
+        conv = self.patch_embeddings.projection
+        p = conv(pixel_values.to(conv.weight.dtype))                       # [1, D, h, w]
+        # NHWC-friendly flattening (same values as flatten(2).transpose(1, 2)): the converter keeps convs in NHWC,
+        # so permute(0, 2, 3, 1) is free and only one RESHAPE remains.
+        patches = p.permute(0, 2, 3, 1).reshape(p.shape[0], -1, p.shape[1])
         return torch.cat((self.cls_pos, patches + self.patch_pos), dim=1)
 
 
@@ -80,25 +84,31 @@ class EdgeAttention(nn.Module):
 
     def forward(self, hidden_states: torch.Tensor, attention_mask=None, **kwargs):
         b, n, _ = hidden_states.shape
+        if b != 1:
+            raise ValueError("EdgeAttention is written for batch 1 (the export contract)")
         h, d = self.num_heads, self.head_dim
+        # rank-3 [heads, N, d] tensors: BATCH_MATMUL without reshapes around it, K^T as adj_y (no TRANSPOSE)
         if self.qkv is not None:
-            qkv = self.qkv(hidden_states).reshape(b, n, 3 * h, d).transpose(1, 2)      # [b, 3h, n, d]
-            q, k, v = torch.split(qkv, h, dim=1)
+            qkv = self.qkv(hidden_states).reshape(n, 3 * h, d).transpose(0, 1)      # [3h, N, d]
+            q, k, v = torch.split(qkv, h, dim=0)
         else:
-            q = self.q_proj(hidden_states).reshape(b, n, h, d).transpose(1, 2)
-            k = self.k_proj(hidden_states).reshape(b, n, h, d).transpose(1, 2)
-            v = self.v_proj(hidden_states).reshape(b, n, h, d).transpose(1, 2)
+            q = self.q_proj(hidden_states).reshape(n, h, d).transpose(0, 1)
+            k = self.k_proj(hidden_states).reshape(n, h, d).transpose(0, 1)
+            v = self.v_proj(hidden_states).reshape(n, h, d).transpose(0, 1)
         if self.scaling != 1.0:
             q = q * self.scaling
-        attn = torch.softmax(torch.matmul(q, k.transpose(2, 3)), dim=-1)
-        out = torch.matmul(attn, v).transpose(1, 2).reshape(b, n, h * d)
+        attn = torch.softmax(torch.matmul(q, k.transpose(1, 2)), dim=-1)
+        out = torch.matmul(attn, v).transpose(0, 1).reshape(1, n, h * d)
         return self.o_proj(out), None
 
 
 class EdgeLayerNorm(nn.Module):
-    """LayerNorm over the last dim with keep-dims reductions; mean computed once and reused for the variance.
+    """LayerNorm over the last dim with keep-dims reductions and eps added before the variance mean.
 
-    ``weight``/``bias`` are None once ``fold_layernorm_affine`` moved them into the following linear layer(s).
+    ``mean((x - m)^2 + eps)`` instead of ``mean((x - m)^2) + eps``: same value to float rounding, and the converter
+    then keeps the MEAN's kept dim (otherwise it emits MEAN -> [1, N], ADD, RESHAPE -> [1, N, 1]).
+    ``weight``/``bias`` are None once ``fold_layernorm_affine`` moved them into the following linear layer(s);
+    ``centered`` is True once ``center_residual_stream`` made the input zero-mean by construction.
     """
 
     def __init__(self, src: nn.LayerNorm):
@@ -106,15 +116,32 @@ class EdgeLayerNorm(nn.Module):
         self.eps = float(src.eps)
         self.weight = None if src.weight is None else nn.Parameter(src.weight.detach().clone(), requires_grad=False)
         self.bias = None if src.bias is None else nn.Parameter(src.bias.detach().clone(), requires_grad=False)
+        self.centered = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        d = x - x.mean(dim=-1, keepdim=True)
-        y = d * torch.rsqrt((d * d).mean(dim=-1, keepdim=True) + self.eps)
+        d = x if self.centered else x - x.mean(dim=-1, keepdim=True)
+        y = d * torch.rsqrt((d * d + self.eps).mean(dim=-1, keepdim=True))
         if self.weight is not None:
             y = y * self.weight
         if self.bias is not None:
             y = y + self.bias
         return y
+
+
+class RankPreservingLinear(nn.Module):
+    """``F.linear(x, W) + b``: same maths as nn.Linear, but the converter emits a FULLY_CONNECTED that keeps the
+    input's rank (keep_num_dims=True) instead of ``addmm`` on a [N, D] view whose output RESHAPE it then drops in
+    front of a broadcasting ADD (LiteRT #9481)."""
+
+    def __init__(self, src: nn.Linear):
+        super().__init__()
+        self.in_features, self.out_features = src.in_features, src.out_features
+        self.weight = nn.Parameter(src.weight.detach().clone(), requires_grad=False)
+        b = src.bias.detach().clone() if src.bias is not None else torch.zeros(src.out_features)
+        self.bias = nn.Parameter(b, requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(x, self.weight) + self.bias
 
 
 class TokenReassemble(nn.Module):
