@@ -9,8 +9,13 @@ $BIN/edgedepth export --model synthetic --size 518x686 --out "$OUT/litert"
 echo "== inspect"
 for f in "$OUT"/litert/*.tflite; do
   $BIN/edgedepth inspect "$f" --json > "${f%.tflite}.inspect.json"
-  $BIN/edgedepth inspect "$f" --no-gpu | head -1
-  $BIN/python -c 'import json,sys; g=json.load(open(sys.argv[1]))["gpu"]; print("  GPU:", "fully delegated" if g["fully_delegated"] else "NOT fully delegated: %s" % g["error"])' "${f%.tflite}.inspect.json"
+  $BIN/python - "${f%.tflite}.inspect.json" <<'PY'
+import json, sys
+i = json.load(open(sys.argv[1])); g = i["gpu"]
+print(f"{i['file']}: {i['bytes'] / 1e6:.1f} MB, {i['ops']} ops")
+print("  GPU (" + str(g["adapter"]).split(",")[0] + "):",
+      "fully delegated" if g["fully_delegated"] else f"NOT fully delegated ({g['cpu_ops']} ops would fall back): {g['error']}")
+PY
 done
 echo "== predict (sample photo: matplotlib's grace_hopper.jpg)"
 PHOTO=$($BIN/python -m edgedepth.samples)

@@ -122,7 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _quiet_native_logs() -> None:
+    """Keep TensorFlow/absl INFO chatter from the converter and runtime off the terminal (errors still show)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("GLOG_minloglevel", "2")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_native_logs()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

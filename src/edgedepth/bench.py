@@ -1,0 +1,102 @@
+"""Latency with a stated method: variants interleaved within each round, warm-ups then timed synchronous calls.
+
+Method (defaults follow the published reference): R rounds; in each round every variant runs W warm-up calls and then M
+timed calls, one variant after another, with the variant order rotated from round to round so no variant always runs
+first.  A timed call = write input + synchronous invoke + read output (what an app waits for).  Compilation/loading is
+timed separately; preprocessing is excluded.  Reported per variant: median, IQR (p25..p75), min, mean over all timed
+calls, plus each round's median, so drift across rounds is visible.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import time
+
+import numpy as np
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+    except OSError:
+        return float("nan")
+
+
+def summarise(times_ms: list[float]) -> dict:
+    t = np.asarray(times_ms, np.float64)
+    p25, p50, p75 = np.percentile(t, [25, 50, 75])
+    return {"median_ms": float(p50), "p25_ms": float(p25), "p75_ms": float(p75), "iqr_ms": float(p75 - p25),
+            "min_ms": float(t.min()), "mean_ms": float(t.mean()), "calls": int(t.size)}
+
+
+def run_interleaved(variants: dict, x: np.ndarray, *, rounds: int = 6, warmup: int = 5, iters: int = 12,
+                    progress=None) -> dict:
+    """``variants``: {name: zero-arg factory returning a Runner}. Returns {name: stats} plus the order used.
+
+    Factories are called once each (load/compile time and RSS growth recorded), then the rounds run.
+    """
+    runners, load = {}, {}
+    for name, factory in variants.items():
+        rss0, t0 = _rss_mb(), time.perf_counter()
+        runners[name] = factory()
+        runners[name].run(x)  # first call: lazy allocation happens here in some runtimes; counted as load
+        load[name] = {"load_s": time.perf_counter() - t0, "rss_growth_mb": _rss_mb() - rss0}
+    names = list(runners)
+    times = {n: [] for n in names}
+    round_medians = {n: [] for n in names}
+    orders = []
+    total = rounds * len(names) * (warmup + iters)
+    done = 0
+    for r in range(rounds):
+        order = names[r % len(names):] + names[: r % len(names)]
+        orders.append(order)
+        for n in order:
+            run = runners[n].run
+            for _ in range(warmup):
+                run(x)
+                done += 1
+            t_round = []
+            for _ in range(iters):
+                t0 = time.perf_counter()
+                run(x)
+                t_round.append((time.perf_counter() - t0) * 1e3)
+                done += 1
+                if progress:
+                    progress(done, total)
+            times[n] += t_round
+            round_medians[n].append(float(np.median(t_round)))
+            if progress:
+                progress(done, total)
+    for r in runners.values():
+        r.close()
+    results = {n: {**summarise(times[n]), "round_medians_ms": round_medians[n], **load[n]} for n in names}
+    return {"method": {"rounds": rounds, "warmup": warmup, "iters": iters, "interleaved": True,
+                       "order_rotated_per_round": True, "orders": orders,
+                       "timed": "input write + synchronous invoke + output read; compile and preprocessing excluded"},
+            "variants": results, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3}
+
+
+def environment(threads: int | None = None) -> dict:
+    """Where a number was measured: CPU, cores, threads, library versions."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    versions = {}
+    for pkg in ("torch", "transformers", "litert-torch", "ai-edge-litert", "ai-edge-quantizer", "executorch", "numpy"):
+        try:
+            versions[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "threads": threads, "python": platform.python_version(),
+            "machine": platform.machine(), "versions": versions}
