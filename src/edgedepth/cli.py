@@ -11,6 +11,8 @@ import json
 import os
 import sys
 
+import numpy as np
+
 from .errors import EdgedepthError
 
 
@@ -86,6 +88,100 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def _write_json(path: str, data) -> None:
+    from .fsutil import write_bytes_atomic
+
+    write_bytes_atomic(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode())
+
+
+def _backends(text: str, allowed) -> list[str]:
+    items = [b.strip() for b in text.split(",") if b.strip()]
+    bad = [b for b in items if b not in allowed]
+    if bad or not items:
+        raise EdgedepthError(f"--backend {text!r}: choose from {', '.join(allowed)} (comma-separated)")
+    return list(dict.fromkeys(items))
+
+
+def cmd_validate(args) -> int:
+    from tqdm import tqdm
+
+    from .bench import environment
+    from .checkpoint import DepthModule, load_checkpoint
+    from .images import image_set, image_set_hash
+    from .reports import validate_markdown
+    from .runtimes.litert import BACKENDS
+    from .validate import find_artifacts, validate
+
+    backends = _backends(args.backend, BACKENDS)
+    artifacts = find_artifacts(args.artifacts)
+    items = image_set(args.images, args.limit)
+    ckpt = load_checkpoint(args.model)
+    total = len(artifacts) * len(backends) * len(items)
+    with tqdm(total=total, file=sys.stderr, disable=args.quiet, desc="validate", unit="img") as bar:
+        results = validate(artifacts, backends, DepthModule(ckpt.model), items, threads=args.threads,
+                           progress=bar.update)
+    report = {
+        "kind": "edgedepth.validate", "reference": ckpt.provenance(),
+        "image_set": {"source": args.images or "default", "count": len(items), "sha256": image_set_hash(items)},
+        "environment": environment(args.threads), "results": results,
+    }
+    if args.json:
+        _write_json(args.json, report)
+    print(validate_markdown(report))
+    failed = [r for r in results if r["status"] != "ok"]
+    return 1 if failed and args.strict else 0
+
+
+def cmd_bench(args) -> int:
+    from tqdm import tqdm
+
+    from .bench import environment, run_interleaved
+    from .reports import bench_markdown
+    from .runtimes.litert import LiteRTRunner
+    from .validate import find_artifacts
+
+    artifacts = find_artifacts(args.artifacts)
+    backend = _backends(args.backend, ("cpu", "gpu", "gpu-fp16"))
+    if len(backend) != 1:
+        raise EdgedepthError("bench takes one --backend per run (variants are compared inside one backend)")
+    backend = backend[0]
+    variants = {}
+    for p in artifacts:
+        name = os.path.basename(p)
+        variants[name] = (lambda p=p: LiteRTRunner(p, backend=backend, threads=args.threads))
+    sizes = {tuple(_input_shape(p)) for p in artifacts}
+    if len(sizes) != 1:
+        raise EdgedepthError(f"bench compares files of one input shape; got {sorted(sizes)}")
+    shape = sizes.pop()
+    if args.torch:
+        from .checkpoint import DepthModule, load_checkpoint
+        from .runtimes.torch import TorchRunner
+
+        module = DepthModule(load_checkpoint(args.torch).model)
+        variants[f"pytorch-eager ({args.torch})"] = lambda: TorchRunner(module, shape[2:], args.threads)
+    x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+    with tqdm(total=args.rounds * len(variants) * (args.warmup + args.iters), file=sys.stderr, disable=args.quiet,
+              desc=f"bench ({backend})", unit="call") as bar:
+        res = run_interleaved(variants, x, rounds=args.rounds, warmup=args.warmup, iters=args.iters,
+                              progress=lambda done, total: bar.update(done - bar.n))
+    report = {"kind": "edgedepth.bench", "backend": backend, "input_shape": list(shape),
+              "environment": environment(args.threads), **res}
+    if backend.startswith("gpu"):
+        from .inspect import gpu_check
+
+        report["environment"]["gpu_adapter"] = gpu_check(artifacts[0])["adapter"]
+    if args.json:
+        _write_json(args.json, report)
+    print(bench_markdown(report))
+    return 0
+
+
+def _input_shape(path: str):
+    from .inspect import describe
+
+    return describe(path)["inputs"][0]["shape"]
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .checkpoint import DEFAULT_MODEL
 
@@ -119,6 +215,30 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--raw", action="store_true", help="also write float .npy and 16-bit PNG depth")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_predict)
+
+    v = sub.add_parser("validate", help="parity of .tflite files vs their PyTorch checkpoint on natural images")
+    v.add_argument("artifacts", nargs="+", metavar="ARTIFACT|DIR")
+    v.add_argument("--model", default=DEFAULT_MODEL, help="the checkpoint the files came from (default: %(default)s)")
+    v.add_argument("--backend", default="cpu", help="comma-separated: cpu,gpu,gpu-fp16 (default: %(default)s)")
+    v.add_argument("--images", default=None, help="a folder of your own photos (default: the bundled 110-image set)")
+    v.add_argument("--limit", type=int, default=None, help="use N images (spread over all sources)")
+    v.add_argument("--threads", type=int, default=2, help="CPU threads (default: %(default)s)")
+    v.add_argument("--json", default=None, help="write the full report as JSON")
+    v.add_argument("--strict", action="store_true", help="exit 1 when any backend failed to compile")
+    v.add_argument("--quiet", action="store_true", help="no progress bar")
+    v.set_defaults(func=cmd_validate)
+
+    b = sub.add_parser("bench", help="latency of .tflite files, interleaved rounds (and PyTorch eager)")
+    b.add_argument("artifacts", nargs="+", metavar="ARTIFACT")
+    b.add_argument("--backend", default="cpu", help="cpu, gpu (FP32 enforced) or gpu-fp16 (default: %(default)s)")
+    b.add_argument("--rounds", type=int, default=6)
+    b.add_argument("--warmup", type=int, default=5, help="warm-up calls per variant per round (default: %(default)s)")
+    b.add_argument("--iters", type=int, default=12, help="timed calls per variant per round (default: %(default)s)")
+    b.add_argument("--threads", type=int, default=2, help="CPU threads, also for PyTorch (default: %(default)s)")
+    b.add_argument("--torch", default=None, metavar="MODEL", help="also time PyTorch eager on this checkpoint")
+    b.add_argument("--json", default=None, help="write the full report as JSON")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.set_defaults(func=cmd_bench)
     return p
 
 

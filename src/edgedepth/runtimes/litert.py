@@ -7,6 +7,8 @@ GPU backends never fall back to the CPU silently: compilation with the GPU alone
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..errors import EdgedepthError
@@ -43,7 +45,7 @@ class LiteRTRunner:
         try:
             self._cm = CompiledModel.from_file(path, options=_options(backend, threads))
         except RuntimeError as e:
-            msg = " ".join(str(e).split())
+            msg = re.sub(r"^ERROR: \[[^\]]*\]\s*└\s*", "", " ".join(str(e).split()))
             raise EdgedepthError(f"LiteRT could not compile {path!r} for {backend}: {msg}") from None
         sigs = self._cm.get_signature_list()
         if SIGNATURE not in sigs:

@@ -1,0 +1,90 @@
+"""Reports from data: Markdown tables and PNG plots generated from validate/bench JSON (never typed by hand)."""
+
+from __future__ import annotations
+
+
+def _fmt(x, spec=".2e"):
+    return "–" if x is None else format(x, spec)
+
+
+def validate_markdown(report: dict) -> str:
+    s = report["image_set"]
+    lines = [f"Parity vs PyTorch ({report['reference'].get('name')}), {s['count']} images "
+             f"(set {s['source']}, sha256 {s['sha256'][:12]}…)", "",
+             "| artifact | backend | status | pooled rel-L2 | max rel-L2 | p95 rel-L2 | Pearson | AbsRel (aligned) | δ<1.25 | flags |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        m = r["metrics"] or {}
+        status = r["status"] if r["status"] == "ok" else f"**{r['status']}**: {r['error']}"
+        lines.append(f"| {r['artifact']} | {r['backend']} | {status} | {_fmt(m.get('pooled_rel_l2'))} | "
+                     f"{_fmt(m.get('max_rel_l2'))} | {_fmt(m.get('p95_rel_l2'))} | {_fmt(m.get('pearson'), '.6f')} | "
+                     f"{_fmt(m.get('aligned_absrel'))} | {_fmt(m.get('aligned_delta1'), '.4f')} | "
+                     f"{'; '.join(r['flags'])} |")
+    return "\n".join(lines)
+
+
+def bench_markdown(report: dict, baseline: str | None = None) -> str:
+    v = report["variants"]
+    names = list(v)
+    base = baseline or names[0]
+    m = report["method"]
+    env = report["environment"]
+    lines = [f"Latency, backend {report['backend']}, input {report['input_shape']}, {env.get('threads')} threads, "
+             f"{env.get('cpu')}; {m['rounds']} interleaved rounds × ({m['warmup']} warm-up + {m['iters']} timed calls)",
+             "", f"| variant | median ms | IQR ms | min ms | ÷ {base} | load s |", "|---|---|---|---|---|---|"]
+    for n in names:
+        s = v[n]
+        lines.append(f"| {n} | {s['median_ms']:.1f} | {s['p25_ms']:.1f}–{s['p75_ms']:.1f} | {s['min_ms']:.1f} | "
+                     f"{s['median_ms'] / v[base]['median_ms']:.3f} | {s['load_s']:.2f} |")
+    return "\n".join(lines)
+
+
+def latency_plot(report: dict, path: str, title: str | None = None) -> None:
+    """Horizontal bars of median latency with IQR whiskers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .fsutil import atomic_path
+
+    v = report["variants"]
+    names = list(v)
+    med = [v[n]["median_ms"] for n in names]
+    lo = [v[n]["median_ms"] - v[n]["p25_ms"] for n in names]
+    hi = [v[n]["p75_ms"] - v[n]["median_ms"] for n in names]
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(names) + 1.4))
+    ax.barh(names, med, xerr=[lo, hi], color="#4c72b0", capsize=4)
+    for i, m in enumerate(med):
+        ax.text(m, i, f" {m:.0f} ms", va="center", ha="left", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("median latency, ms (whiskers: IQR)")
+    ax.set_title(title or f"{report['backend']} latency, input {report['input_shape']}")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+
+
+def parity_plot(report: dict, path: str) -> None:
+    """Per-image rel-L2 is summarised by p95/max; plot pooled rel-L2 per artifact/backend on a log axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .fsutil import atomic_path
+
+    rows = [r for r in report["results"] if r["metrics"]]
+    labels = [f"{r['artifact']} [{r['backend']}]" for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.4))
+    for key, marker in (("pooled_rel_l2", "o"), ("p95_rel_l2", "s"), ("max_rel_l2", "^")):
+        ax.scatter([r["metrics"][key] for r in rows], labels, marker=marker, label=key.replace("_", " "))
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_xlabel("relative L2 vs PyTorch (log)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
