@@ -1,0 +1,120 @@
+"""Move an FP32 .tflite to a machine with a small transfer limit (the lent H200 takes 64 MiB per call).
+
+The dynamic-INT8 file has the same graph as its FP32 source (``dynamic_wi8_afp32`` only changes weight types), so:
+``strip`` writes the FP32 graph with its large float buffers emptied (≈0.6 MB instead of 99 MB), and ``rebuild`` refills
+each emptied buffer, on the other machine, from the INT8 file's same-named tensor, dequantised.  The result has the
+FP32 file's exact graph, op list and shapes, and weights equal to the originals rounded to 8 bits: realistic values
+for latency and for GPU-vs-CPU comparison there.  It is NOT the original file: PyTorch parity of the original is
+measured where the original is.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .errors import EdgedepthError
+from .fsutil import atomic_path
+
+
+STRIPPED_KEY = "edgedepth_stripped_tensors"
+
+
+def _load(path: str):
+    from ai_edge_litert import schema_py_generated as S
+
+    return S, S.ModelT.InitFromPackedBuf(open(path, "rb").read(), 0)
+
+
+def _save(model, path: str) -> None:
+    import flatbuffers
+
+    b = flatbuffers.Builder(1 << 20)
+    b.Finish(model.Pack(b), file_identifier=b"TFL3")
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(b.Output())
+
+
+def _name(t) -> str:
+    return t.name.decode() if isinstance(t.name, bytes) else t.name
+
+
+def strip(fp32_path: str, out_path: str, min_bytes: int = 4096) -> int:
+    """Empty every FLOAT32 buffer of at least ``min_bytes``; returns how many were emptied."""
+    S, model = _load(fp32_path)
+    names = []
+    for t in model.subgraphs[0].tensors:
+        buf = model.buffers[t.buffer]
+        if t.type == S.TensorType.FLOAT32 and buf.data is not None and len(buf.data) >= min_bytes:
+            buf.data = None
+            names.append(_name(t))
+    # the list of emptied tensors travels inside the file, as a metadata entry
+    note = S.BufferT()
+    note.data = np.frombuffer(json.dumps(names).encode(), np.uint8)
+    model.buffers.append(note)
+    meta = S.MetadataT()
+    meta.name, meta.buffer = STRIPPED_KEY, len(model.buffers) - 1
+    model.metadata = (model.metadata or []) + [meta]
+    _save(model, out_path)
+    return len(names)
+
+
+def rebuild(stripped_path: str, int8_path: str, out_path: str) -> int:
+    """Refill the stripped FP32 graph's empty weight buffers from the INT8 file; returns how many were refilled."""
+    S, model = _load(stripped_path)
+    entry = next((m for m in (model.metadata or []) if m.name in (STRIPPED_KEY, STRIPPED_KEY.encode())), None)
+    if entry is None:
+        raise EdgedepthError(f"{stripped_path!r} was not made by transport.strip (no {STRIPPED_KEY} metadata)")
+    wanted = set(json.loads(np.asarray(model.buffers[entry.buffer].data, np.uint8).tobytes()))
+    model.metadata = [m for m in model.metadata if m is not entry]
+    model.buffers[entry.buffer].data = None  # left empty (removing it would renumber buffers)
+    _, q = _load(int8_path)
+    qbytes = open(int8_path, "rb").read()
+
+    def buffer_bytes(index: int) -> bytes | None:  # inline data, or stored after the flatbuffer at offset/size
+        b = q.buffers[index]
+        if b.data is not None:
+            return np.asarray(b.data, np.uint8).tobytes()
+        return qbytes[b.offset:b.offset + b.size] if b.offset else None
+
+    qsg = q.subgraphs[0]
+    by_name = {_name(t): t for t in qsg.tensors}
+    filled = 0
+    for t in model.subgraphs[0].tensors:
+        buf = model.buffers[t.buffer]
+        if _name(t) not in wanted:
+            continue
+        src = by_name.get(_name(t))
+        raw = buffer_bytes(src.buffer) if src is not None else None
+        if raw is None:
+            raise EdgedepthError(f"{int8_path!r} has no constant tensor {_name(t)!r}: not made from this FP32 graph")
+        shape = [int(s) for s in t.shape]
+        if src.type == S.TensorType.FLOAT32:
+            vals = np.frombuffer(raw, np.float32)
+        elif src.type == S.TensorType.INT8:
+            qp = src.quantization
+            scale = np.asarray(qp.scale, np.float32)
+            zero = np.asarray(qp.zeroPoint, np.float32) if qp.zeroPoint is not None else np.zeros_like(scale)
+            axis_shape = [1] * len(shape)
+            if scale.size > 1:
+                axis_shape[qp.quantizedDimension] = scale.size
+            vals = (np.frombuffer(raw, np.int8).reshape(shape).astype(np.float32) - zero.reshape(axis_shape)) \
+                * scale.reshape(axis_shape)
+        else:
+            raise EdgedepthError(f"tensor {_name(t)!r}: unexpected type {src.type} in {int8_path!r}")
+        if vals.size != int(np.prod(shape)):
+            raise EdgedepthError(f"tensor {_name(t)!r}: {vals.size} values for shape {shape}")
+        buf.data = np.frombuffer(np.ascontiguousarray(vals, np.float32).tobytes(), np.uint8)
+        filled += 1
+    if filled != len(wanted):
+        raise EdgedepthError(f"refilled {filled} of {len(wanted)} stripped tensors")
+    _save(model, out_path)
+    return filled
+
+
+if __name__ == "__main__":
+    import sys
+
+    cmd, *a = sys.argv[1:]
+    print({"strip": strip, "rebuild": rebuild}[cmd](*a))
