@@ -70,6 +70,11 @@ class ImageItem:
         return ImageOps.mirror(img) if mirror else img
 
 
+def source_files() -> list[str]:
+    """Paths of the default set's source photos (to copy them to another machine)."""
+    return [os.path.join(_package_dir(pkg), rel) for pkg, rel, _d, _l in SOURCES]
+
+
 def _package_dir(pkg: str) -> str:
     import importlib
 
@@ -79,10 +84,12 @@ def _package_dir(pkg: str) -> str:
         raise EdgedepthError(f"the default image set needs the package {pkg!r}; run `make setup`") from None
 
 
-def default_image_set() -> list[ImageItem]:
+def default_image_set(root: str | None = None) -> list[ImageItem]:
+    """The 110 views; source files come from their packages, or from ``root`` (a flat folder of copies, e.g. on a
+    machine without scikit-image) — the set's hash is the same either way, as it hashes file contents."""
     items = []
     for pkg, rel, _desc, lic in SOURCES:
-        path = os.path.join(_package_dir(pkg), rel)
+        path = os.path.join(root, os.path.basename(rel)) if root else os.path.join(_package_dir(pkg), rel)
         if not os.path.isfile(path):
             raise EdgedepthError(f"default image {path!r} is missing from the installed {pkg} package")
         stem = os.path.splitext(os.path.basename(rel))[0]
