@@ -36,11 +36,18 @@ def cmd_export(args) -> int:
     size = parse_size(args.size)
     precisions = _precisions(args.precision)
     ensure_writable_dir(args.out)
-    with Stages(1 + len(precisions), enabled=not args.quiet) as stages:
+    with Stages(2 + len(precisions), enabled=not args.quiet) as stages:
         stages.start(f"load {args.model}")
         ckpt = load_checkpoint(args.model)
-        module = DepthModule(ckpt.model)
-        paths = litert.export(module, *size, args.out, precisions, verbose=args.verbose,
+        if args.plain:
+            stages.start("rewrites: off (--plain)")
+            model = ckpt.model
+        else:
+            stages.start("rewrites")
+            from .rewrites import apply_rewrites
+
+            model, report = apply_rewrites(ckpt.model, *size)
+        paths = litert.export(DepthModule(model), *size, args.out, precisions, plain=args.plain, verbose=args.verbose,
                               progress=stages.start)
     for p, path in paths.items():
         print(f"{p}: {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
@@ -61,7 +68,10 @@ def cmd_inspect(args) -> int:
 def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
     """A .tflite file -> LiteRT runner; anything else is a checkpoint -> PyTorch eager (backend must be cpu)."""
     if model.endswith(".tflite"):
+        from .manifest import verify_next_to
         from .runtimes.litert import LiteRTRunner
+
+        verify_next_to(model)  # a file inside a release folder must match its manifest
 
         return LiteRTRunner(model, backend=backend, threads=threads)
     from .checkpoint import DepthModule, load_checkpoint
@@ -182,6 +192,35 @@ def _input_shape(path: str):
     return describe(path)["inputs"][0]["shape"]
 
 
+def cmd_release(args) -> int:
+    from .progress import Stages
+    from .release import build, load_recipe
+
+    recipe, digest = load_recipe(args.recipe)
+    sizes = [x.strip() for x in args.sizes.split(",")] if args.sizes else recipe["sizes"]
+    n_files = len(sizes) * len(recipe["litert"]["precisions"])
+    stages = 2 + len(sizes) * 1 + n_files * ((not args.no_gpu_check) + (args.parity_images != 0))
+    with Stages(stages, enabled=not args.quiet) as s:
+        m = build(recipe, digest, args.out, model=args.model, sizes=sizes, parity_images=args.parity_images,
+                  gpu_check=not args.no_gpu_check, progress=s.start)
+    for f in m["files"]:
+        print(f"{f['path']}  {f['bytes'] / 1e6:8.1f} MB  {f['sha256'][:16]}…")
+    print(f"release folder: {args.out} (verify with: edgedepth verify {args.out})")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from .manifest import load, verify
+
+    problems = verify(args.folder)
+    if problems:
+        for p in problems:
+            print(f"edgedepth: verify: {p}", file=sys.stderr)
+        return 1
+    print(f"{args.folder}: all {len(load(args.folder)['files'])} files match manifest.json")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .checkpoint import DEFAULT_MODEL
 
@@ -194,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--size", default="518x686", help="HEIGHTxWIDTH, multiples of 14 (default: %(default)s)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--precision", default="fp32,int8", help="comma-separated: fp32,int8 (default: %(default)s)")
+    e.add_argument("--plain", action="store_true", help="no graph rewrites: the baseline conversion (files *_plain)")
     e.add_argument("--verbose", action="store_true", help="show the converter's own log")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_export)
@@ -239,6 +279,20 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", default=None, help="write the full report as JSON")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.set_defaults(func=cmd_bench)
+
+    rl = sub.add_parser("release", help="build a release folder from a recipe (files, manifest, model card)")
+    rl.add_argument("--recipe", default="recipes/depth-anything-v2-small.py")
+    rl.add_argument("--out", required=True, help="release folder to (re)create")
+    rl.add_argument("--model", default=None, help="override the recipe's checkpoint (e.g. synthetic)")
+    rl.add_argument("--sizes", default=None, help="override the recipe's sizes, comma-separated HxW")
+    rl.add_argument("--parity-images", type=int, default=None, help="override the recipe's parity image count (0: none)")
+    rl.add_argument("--no-gpu-check", action="store_true", help="skip the GPU delegation check")
+    rl.add_argument("--quiet", action="store_true")
+    rl.set_defaults(func=cmd_release)
+
+    vf = sub.add_parser("verify", help="re-hash a release folder against its manifest.json")
+    vf.add_argument("folder")
+    vf.set_defaults(func=cmd_verify)
     return p
 
 

@@ -31,6 +31,10 @@ def find_artifacts(paths: list[str]) -> list[str]:
             raise EdgedepthError(f"artifact {p!r} does not exist")
         else:
             out.append(p)
+    from .manifest import verify_next_to
+
+    for p in out:
+        verify_next_to(p)  # files inside a release folder must match its manifest before they are measured
     return out
 
 

@@ -1,0 +1,27 @@
+"""Release recipe for Depth Anything V2 Small: what to build, declared once.
+
+    python recipes/depth-anything-v2-small.py --out out/depth-anything-v2-small [--model synthetic]
+    edgedepth release --recipe recipes/depth-anything-v2-small.py --out DIR
+
+Same recipe + same checkpoint + the pinned versions (constraints.txt) -> byte-identical files.
+"""
+
+RECIPE = {
+    "name": "depth-anything-v2-small-edgedepth",
+    "base_model": "depth-anything/Depth-Anything-V2-Small-hf",
+    "model": "depth-anything/Depth-Anything-V2-Small-hf@5426e4f0f36572d16453bbda7a8389317b1bef99",
+    # (height x width); 518x686 is what a 640x480 photo becomes in the HF processor
+    "sizes": ["518x686", "686x518", "518x518", "392x518", "256x256", "224x224"],
+    "rewrites": "default",                      # edgedepth.rewrites.PIPELINE, exact rewrites only
+    "litert": {"precisions": ["fp32", "int8"]},
+    "parity": {"images": 8, "backend": "cpu"},  # from the default bundled image set (deterministic)
+    # committed benchmark data; latency rows are embedded only for files whose sha256 matches a timed file
+    "latency_data": ["benchmarks/results/release_cpu_latency.json"],
+}
+
+if __name__ == "__main__":
+    import sys
+
+    from edgedepth.cli import main
+
+    sys.exit(main(["release", "--recipe", __file__, *sys.argv[1:]]))

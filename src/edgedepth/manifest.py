@@ -1,0 +1,114 @@
+"""``manifest.json``: what a runtime or browser checks before using a release folder's files.
+
+Deterministic: keys sorted, files sorted by path, no timestamps — two builds of the same recipe give the same bytes.
+``verify`` re-hashes every file against it and names each changed, missing, extra or truncated file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from .errors import EdgedepthError
+from .fsutil import write_bytes_atomic
+from .preprocess import MEAN, STD
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+# Files of a release folder that the manifest does not list (it cannot hash itself).
+UNLISTED = {MANIFEST}
+
+INPUT_NORMALISATION = {"color": "RGB", "scale": "1/255", "mean": list(MEAN), "std": list(STD), "resize": "bicubic",
+                       "range_after": "ImageNet-normalised"}
+OUTPUT_SEMANTICS = "relative inverse depth, larger = closer"
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def io_contract(height: int, width: int, input_name: str = "args_0", output_name: str = "output_0") -> dict:
+    return {
+        "input": {"name": input_name, "shape": [1, 3, height, width], "dtype": "float32", "layout": "NCHW",
+                  "normalisation": INPUT_NORMALISATION},
+        "output": {"name": output_name, "shape": [1, height, width], "dtype": "float32", "semantics": OUTPUT_SEMANTICS},
+    }
+
+
+def file_entry(folder: str, rel: str, **fields) -> dict:
+    """bytes + sha256 of ``folder/rel`` merged with the caller's fields (format, precision, io, ops, ...)."""
+    path = os.path.join(folder, rel)
+    return {"path": rel, "bytes": os.path.getsize(path), "sha256": sha256_file(path), **fields}
+
+
+def dumps(manifest: dict) -> str:
+    m = dict(manifest)
+    m["files"] = sorted(m["files"], key=lambda f: f["path"])
+    return json.dumps(m, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write(folder: str, manifest: dict) -> str:
+    manifest = {"schema_version": SCHEMA_VERSION, **manifest}
+    path = os.path.join(folder, MANIFEST)
+    write_bytes_atomic(path, dumps(manifest).encode())
+    return path
+
+
+def load(folder: str) -> dict:
+    path = os.path.join(folder, MANIFEST)
+    if not os.path.isfile(path):
+        raise EdgedepthError(f"{folder!r} has no {MANIFEST}")
+    try:
+        m = json.load(open(path))
+    except json.JSONDecodeError as e:
+        raise EdgedepthError(f"{path!r} is not valid JSON: {e.msg} at line {e.lineno}") from None
+    if m.get("schema_version") != SCHEMA_VERSION or not isinstance(m.get("files"), list):
+        raise EdgedepthError(f"{path!r} is not an edgedepth manifest (schema_version {SCHEMA_VERSION} with files)")
+    return m
+
+
+def verify(folder: str) -> list[str]:
+    """Problems, one line each (empty list = the folder matches its manifest exactly)."""
+    m = load(folder)
+    problems = []
+    listed = set()
+    for f in m["files"]:
+        rel = f["path"]
+        listed.add(rel)
+        p = os.path.join(folder, rel)
+        if not os.path.isfile(p):
+            problems.append(f"missing: {rel}")
+            continue
+        size = os.path.getsize(p)
+        if size < f["bytes"]:
+            problems.append(f"truncated: {rel} ({size} of {f['bytes']} bytes)")
+        elif size > f["bytes"]:
+            problems.append(f"changed: {rel} ({size} bytes, manifest says {f['bytes']})")
+        elif sha256_file(p) != f["sha256"]:
+            problems.append(f"changed: {rel} (sha256 differs from the manifest)")
+    for root, _dirs, names in os.walk(folder):
+        for n in names:
+            rel = os.path.relpath(os.path.join(root, n), folder)
+            if rel not in listed and rel not in UNLISTED:
+                problems.append(f"extra: {rel} (not in the manifest)")
+    return sorted(problems)
+
+
+def verify_next_to(path: str) -> dict | None:
+    """If ``path`` sits in a release folder (manifest beside it), check that file against it; returns its entry."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isfile(os.path.join(folder, MANIFEST)):
+        return None
+    m = load(folder)
+    rel = os.path.basename(path)
+    entry = next((f for f in m["files"] if f["path"] == rel), None)
+    if entry is None:
+        raise EdgedepthError(f"{rel!r} is not listed in {os.path.join(folder, MANIFEST)!r}")
+    if os.path.getsize(path) != entry["bytes"] or sha256_file(path) != entry["sha256"]:
+        raise EdgedepthError(f"{path!r} does not match its manifest (size or sha256 differs): refusing to use it")
+    return entry

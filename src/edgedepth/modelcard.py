@@ -1,0 +1,142 @@
+"""The release folder's README.md (a Hugging Face model card), generated from manifest.json only.
+
+Every number in the card comes from the manifest; nothing is typed by hand.
+"""
+
+from __future__ import annotations
+
+PAPER = "https://arxiv.org/abs/2406.09414"
+CITATION = """@article{depth_anything_v2,
+  title={Depth Anything V2},
+  author={Yang, Lihe and Kang, Bingyi and Huang, Zilong and Zhao, Zhen and Xu, Xiaogang and Feng, Jiashi and Zhao, Hengshuang},
+  journal={arXiv:2406.09414},
+  year={2024}
+}"""
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def _e(x) -> str:
+    return "–" if x is None else f"{x:.2e}"
+
+
+def render_model_card(m: dict) -> str:
+    prov = m["provenance"]
+    ck = prov["checkpoint"]
+    synthetic = ck["source"] == "synthetic"
+    models = [f for f in m["files"] if f.get("format") in ("tflite", "pte")]
+    tflites = [f for f in models if f["format"] == "tflite"]
+    first_size = prov["recipe"]["sizes"][0]
+    example = next((f for f in tflites if f["precision"] == "fp32" and f["size"] == first_size),
+                   next((f for f in tflites if f["precision"] == "fp32"), tflites[0] if tflites else None))
+    L = ["---", "license: apache-2.0", f"base_model: {prov['base_model']}", "library_name: litert",
+         "pipeline_tag: depth-estimation", "tags:", "  - depth-estimation", "  - depth-anything-v2", "  - litert",
+         "  - tflite", "  - webgpu", "  - on-device", "---", "", f"# {m['name']}", ""]
+    if synthetic:
+        L += ["> **These files were built from synthetic (seeded random) weights, not the trained checkpoint.** They have the",
+              "> exact architecture, graph, op counts and delegation of the real model, and their parity numbers are real,",
+              "> but their depth maps are meaningless. Rebuild with the real checkpoint to publish.", ""]
+    L += ["## About the model", "",
+          f"[Depth Anything V2]({PAPER}) Small: a DINOv2-S ViT backbone with a DPT head, 24.8M parameters, predicting "
+          "relative inverse depth from one RGB image. Base model: "
+          f"[`{prov['base_model']}`](https://huggingface.co/{prov['base_model'].split('@')[0]}).", "",
+          "## What changed in this conversion", "",
+          "Converted from PyTorch to LiteRT with litert-torch after graph rewrites that make every op run on LiteRT's GPU "
+          "(WebGPU) delegate and remove redundant work; each rewrite is exact up to float rounding (parity below). "
+          "Rewrites applied:", ""]
+    names = sorted({n for r in prov["rewrites"].values() for n in r})
+    L += [f"- `{n}`" for n in names] + [""]
+    L += ["INT8 files: dynamic-range quantisation (`ai-edge-quantizer` recipe `dynamic_wi8_afp32`: int8 weights, float "
+          "activations), made from the rewritten FP32 graph.", ""]
+    if example:
+        i, o = example["input"], example["output"]
+        n = i["normalisation"]
+        L += ["## Inputs and outputs", "",
+              "| | name | shape | dtype | meaning |", "|---|---|---|---|---|",
+              f"| input | `{i['name']}` | `[1, 3, H, W]` | {i['dtype']} | {n['color']}, ×{n['scale']}, minus mean "
+              f"{n['mean']}, divided by std {n['std']}, {i['layout']}; resize the photo to H×W ({n['resize']}) |",
+              f"| output | `{o['name']}` | `[1, H, W]` | {o['dtype']} | {o['semantics']} |", "",
+              "Signature `serving_default`. Resize the output back to the photo's size for display.", ""]
+    L += ["## Files", "", "| file | size | precision | input H×W | ops | fully on GPU | SHA-256 |",
+          "|---|---|---|---|---|---|---|"]
+    for f in models:
+        gpu = {True: "yes", False: "**no**", None: "not checked"}[f.get("gpu_fully_delegated")]
+        L.append(f"| `{f['path']}` | {_mb(f['bytes'])} | {f['precision']} | {f['size']} | {f.get('ops', '–')} | {gpu} | "
+                 f"`{f['sha256']}` |")
+    L += [""]
+    if example:
+        h, w = example["input"]["shape"][2:]
+        L += ["## How to run", "", "Python ([`ai-edge-litert`](https://pypi.org/project/ai-edge-litert/)):", "", "```python",
+              "import numpy as np",
+              "from PIL import Image",
+              "from ai_edge_litert.compiled_model import CompiledModel",
+              "from ai_edge_litert.hardware_accelerator import HardwareAccelerator",
+              "from ai_edge_litert.options import GpuOptions, Options", "",
+              f"model = CompiledModel.from_file(\"{example['path']}\", options=Options(",
+              "    hardware_accelerators=HardwareAccelerator.GPU,",
+              "    gpu_options=GpuOptions(enforce_f32=True)))  # FP32 compute: the default precision may use FP16",
+              f"img = Image.open(\"photo.jpg\").convert(\"RGB\").resize(({w}, {h}), Image.Resampling.BICUBIC)",
+              "x = (np.asarray(img, np.float32) / 255 - [0.485, 0.456, 0.406]) / [0.229, 0.224, 0.225]",
+              "x = np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)",
+              "inp, out = model.create_input_buffers(0), model.create_output_buffers(0)",
+              "inp[0].write(x)", "model.run_by_index(0, inp, out)",
+              f"depth = out[0].read({h * w}, np.float32).reshape({h}, {w})  # relative inverse depth", "```", "",
+              "Browser ([`@litertjs/core`](https://www.npmjs.com/package/@litertjs/core)): `loadLiteRt(wasmDir)`, then "
+              "`loadAndCompile(bytes, {accelerator: 'webgpu'})` (or `'wasm'`) and `model.run(tensor)`; verify each file's "
+              "SHA-256 against `manifest.json` before use. `edgedepth serve .` runs a playground that does exactly this.", ""]
+        if any(f["format"] == "pte" for f in models):
+            L += ["ExecuTorch: load the `.pte` with `executorch.runtime` (XNNPACK files) or the ExecuTorch WebGPU runtime "
+                  "(WebGPU/Vulkan-delegated files, which the Python runtime cannot run).", ""]
+    meth = m.get("parity_method", {})
+    rows = [f for f in models if f.get("parity_cpu")]
+    if rows:
+        img = meth.get("images", {})
+        L += ["## Parity with PyTorch", "",
+              f"Reference: {meth.get('reference')}. Runtime: {meth.get('backend')}. Images: {img.get('count')} "
+              f"({img.get('set')}; set SHA-256 `{(img.get('sha256') or '')[:16]}…`). Metric: {meth.get('metric')}.", "",
+              "| file | pooled rel-L2 | max rel-L2 | Pearson | AbsRel (aligned) | δ<1.25 |", "|---|---|---|---|---|---|"]
+        for f in rows:
+            p = f["parity_cpu"]
+            L.append(f"| `{f['path']}` | {_e(p['pooled_rel_l2'])} | {_e(p['max_rel_l2'])} | {p['pearson']:.6f} | "
+                     f"{_e(p['aligned_absrel'])} | {p['aligned_delta1']:.4f} |")
+        L += [""]
+    lat = [(f, r) for f in models for r in f.get("latency", [])]
+    L += ["## Latency", ""]
+    if lat:
+        L += ["Measured on the exact files above (matched by SHA-256). Method: interleaved rounds × (warm-up + timed "
+              "calls), timed = input write + synchronous invoke + output read; compile and preprocessing excluded.", "",
+              "| file | backend | median ms | IQR ms | threads | device | rounds × (warm-up + timed) |",
+              "|---|---|---|---|---|---|---|"]
+        for f, r in lat:
+            dev = r.get("gpu_adapter") or r.get("cpu")
+            mt = r["method"]
+            L.append(f"| `{f['path']}` | {r['backend']} | {r['median_ms']:.1f} | {r['p25_ms']:.1f}–{r['p75_ms']:.1f} | "
+                     f"{r.get('threads') or '–'} | {dev} | {mt['rounds']} × ({mt['warmup']} + {mt['iters']}) |")
+    else:
+        L += ["No latency measured for these exact files (latency is read from committed benchmark data and shown only "
+              "for files whose SHA-256 matches the file that was timed)."]
+    L += ["", "## Limitations", "",
+          "- Fixed input size per file (the position embedding is frozen for that size); pick the file matching your "
+          "aspect ratio or resize.",
+          "- Relative depth: scale and shift are unknown; do not read metres from it.",
+          "- LiteRT's GPU delegate may compute in FP16 under its default precision; this model's DPT head can overflow "
+          "FP16. Set `enforce_f32=True` (see `recommended_runtime_options` in `manifest.json`).",
+          "- INT8 files trade accuracy for size and CPU speed (see parity)."]
+    if synthetic:
+        L += ["- Built from synthetic weights: depth output is meaningless (see the note at the top)."]
+    v = prov["versions"]
+    L += ["", "## Provenance", "",
+          f"- Checkpoint: {ck['name']}" + (f" @ `{ck['revision']}`" if ck.get("revision") else "")
+          + (f" (synthetic, seed {ck['seed']})" if synthetic else ""),
+          *([f"- Weight files: " + ", ".join(f"`{k}` sha256 `{h}`" for k, h in ck["weight_files"].items())]
+            if ck.get("weight_files") else []),
+          f"- Recipe: `{prov['recipe']['name']}` sha256 `{prov['recipe']['sha256']}`, sizes "
+          + ", ".join(prov["recipe"]["sizes"]),
+          "- Versions: " + ", ".join(f"{k} {val}" for k, val in sorted(v.items())),
+          "- Rebuild: `python recipes/depth-anything-v2-small.py --out DIR` (edgedepth) gives byte-identical files with "
+          "the same versions; `edgedepth verify DIR` checks a folder against `manifest.json`.",
+          "", "## Citation", "", "```bibtex", CITATION, "```", "", "## License", "",
+          "Apache-2.0 (see `LICENSE`); modifications are listed in `NOTICE`.", ""]
+    return "\n".join(L)

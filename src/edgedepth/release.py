@@ -1,0 +1,191 @@
+"""Release folder: recipe -> exported files + manifest.json + generated model card + LICENSE/NOTICE.
+
+The folder is built in a staging folder beside the target and renamed into place only when complete.  Everything in it
+is a function of (recipe, checkpoint, pinned versions): no timestamps, no hostnames, deterministic parity numbers (CPU,
+fixed images).  Latency is not deterministic, so it is not measured during a build: it is read from committed benchmark
+JSON and included only for files whose SHA-256 matches the file that was timed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+from .errors import EdgedepthError
+from . import manifest as mf
+
+PRESET_SIZES = ["518x686", "686x518", "518x518", "392x518", "256x256", "224x224"]
+
+
+def _versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("edgedepth", "torch", "transformers", "litert-torch", "litert-converter", "ai-edge-litert",
+                "ai-edge-quantizer", "executorch", "numpy"):
+        with contextlib.suppress(PackageNotFoundError):
+            out[pkg] = version(pkg)
+    return out
+
+
+def load_recipe(path: str) -> tuple[dict, str]:
+    """A recipe is a Python file defining RECIPE (a dict); returns (recipe, sha256 of the file)."""
+    import runpy
+
+    if not os.path.isfile(path):
+        raise EdgedepthError(f"recipe {path!r} does not exist")
+    data = open(path, "rb").read()
+    ns = runpy.run_path(path, run_name="edgedepth_recipe")
+    if not isinstance(ns.get("RECIPE"), dict):
+        raise EdgedepthError(f"recipe {path!r} defines no RECIPE dict")
+    return ns["RECIPE"], hashlib.sha256(data).hexdigest()
+
+
+def _latency_rows(paths: list[str]) -> dict[str, list[dict]]:
+    """sha256 -> latency rows from committed benchmark JSON files (edgedepth.bench reports)."""
+    rows: dict[str, list[dict]] = {}
+    for p in paths:
+        if not os.path.isfile(p):
+            continue
+        rep = json.load(open(p))
+        for name, v in rep.get("variants", {}).items():
+            if v.get("sha256"):
+                rows.setdefault(v["sha256"], []).append({
+                    "backend": rep.get("backend"), "median_ms": round(v["median_ms"], 2),
+                    "p25_ms": round(v["p25_ms"], 2), "p75_ms": round(v["p75_ms"], 2),
+                    "threads": rep["environment"].get("threads"), "cpu": rep["environment"].get("cpu"),
+                    "gpu_adapter": rep["environment"].get("gpu_adapter"),
+                    "method": {k: rep["method"][k] for k in ("rounds", "warmup", "iters")},
+                    "source": os.path.basename(p)})
+    return rows
+
+
+def _round_metrics(m: dict) -> dict:
+    return {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in m.items()}
+
+
+def build(recipe: dict, recipe_sha256: str, out_dir: str, *, model: str | None = None, sizes: list[str] | None = None,
+          parity_images: int | None = None, gpu_check: bool = True, progress=None) -> dict:
+    """Build the release folder ``out_dir`` from ``recipe``; returns the manifest dict."""
+    from .checkpoint import DepthModule, load_checkpoint
+    from .images import image_set, image_set_hash
+    from .inspect import describe
+    from .inspect import gpu_check as run_gpu_check
+    from .preprocess import parse_size
+    from .rewrites import apply_rewrites
+    from .targets import litert
+    from .validate import validate
+
+    step = progress or (lambda s: None)
+    model_spec = model or recipe["model"]
+    sizes = sizes or recipe["sizes"]
+    parsed = [parse_size(s) for s in sizes]
+    precisions = recipe["litert"]["precisions"]
+    n_images = parity_images if parity_images is not None else recipe["parity"]["images"]
+    parent = os.path.dirname(os.path.abspath(out_dir)) or "."
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix="." + os.path.basename(out_dir) + ".staging-", dir=parent)
+    try:
+        step(f"load {model_spec}")
+        ckpt = load_checkpoint(model_spec)
+        reference = DepthModule(ckpt.model)
+        items = image_set(limit=n_images) if n_images else []
+        latency = _latency_rows(recipe.get("latency_data", []))
+        entries, rewrite_reports = [], {}
+        for (h, w), text in zip(parsed, sizes):
+            step(f"rewrites + export {text}")
+            rewritten, report = apply_rewrites(ckpt.model, h, w)
+            rewrite_reports[text] = [r["name"] for r in report if r["changed"]]
+            paths = litert.export(DepthModule(rewritten), h, w, staging, precisions)
+            for precision, path in paths.items():
+                rel = os.path.basename(path)
+                info = describe(path)
+                entry = {"format": "tflite", "runtime": "litert", "precision": precision, "size": text,
+                         **mf.io_contract(h, w), "ops": info["ops"], "op_histogram": info["op_histogram"],
+                         "recommended_runtime_options": {
+                             "gpu": {"accelerator": "GPU", "enforce_f32": True},
+                             "cpu": {"accelerator": "CPU", "num_threads": "number of big cores"}},
+                         "quantization": "dynamic_wi8_afp32 (int8 weights, float activations)" if precision == "int8"
+                         else None}
+                if gpu_check:
+                    step(f"GPU check {rel}")
+                    g = run_gpu_check(path)
+                    entry["gpu_fully_delegated"] = g["fully_delegated"]
+                    entry["gpu_check"] = {"adapter": (g["adapter"] or "").split(",")[0] or None, "error": g["error"]}
+                if items:
+                    step(f"parity {rel} ({len(items)} images)")
+                    (row,) = validate([path], ["cpu"], reference, items)
+                    entry["parity_cpu"] = _round_metrics(row["metrics"])
+                fe = mf.file_entry(staging, rel, **entry)
+                fe["latency"] = latency.get(fe["sha256"], [])
+                entries.append(fe)
+        step("manifest, model card, license")
+        manifest = {
+            "name": recipe["name"],
+            "files": entries,
+            "provenance": {
+                "checkpoint": ckpt.provenance(), "base_model": recipe["base_model"],
+                "recipe": {"name": recipe["name"], "sha256": recipe_sha256, "sizes": sizes},
+                "rewrites": rewrite_reports, "versions": _versions(),
+            },
+            "parity_method": {
+                "reference": "PyTorch eager (transformers) on the same preprocessed inputs, CPU",
+                "metric": "pooled relative L2 over all images; per-image max/p95; Pearson; AbsRel and delta<1.25 after "
+                          "least-squares scale-and-shift alignment",
+                "images": {"count": len(items), "sha256": image_set_hash(items) if items else None,
+                           "set": "default (bundled natural photos, deterministic views)"},
+                "backend": "ai_edge_litert CompiledModel, CPU, 2 threads"},
+        }
+        mf.write(staging, manifest)
+        from .modelcard import render_model_card
+
+        _write_text(os.path.join(staging, "README.md"), render_model_card(mf.load(staging)))
+        _write_text(os.path.join(staging, "LICENSE"), _license_text())
+        _write_text(os.path.join(staging, "NOTICE"), _notice_text(manifest))
+        mf.write(staging, manifest | {"files": entries + _text_entries(staging)})
+        if os.path.exists(out_dir):
+            shutil.rmtree(out_dir)
+        os.replace(staging, out_dir)
+        return mf.load(out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _text_entries(folder: str) -> list[dict]:
+    return [mf.file_entry(folder, n, format=fmt) for n, fmt in
+            (("README.md", "model card"), ("LICENSE", "license"), ("NOTICE", "notice"))]
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _license_text() -> str:
+    here = os.path.dirname(__file__)
+    return open(os.path.join(here, "data", "LICENSE-Apache-2.0.txt"), encoding="utf-8").read()
+
+
+def _notice_text(manifest: dict) -> str:
+    p = manifest["provenance"]
+    ck = p["checkpoint"]
+    src = f"{ck['name']}@{ck.get('revision')}" if ck["source"] == "hf" else (
+        f"synthetic weights ({ck['name']}, seed {ck.get('seed')}) — NOT the trained model" if ck["source"] == "synthetic"
+        else ck["name"])
+    sizes = sorted({s for r in p["rewrites"].values() for s in r})
+    return (
+        "This folder contains files derived from Depth Anything V2 Small\n"
+        f"(base model: {p['base_model']}), licensed under the Apache License, Version 2.0.\n\n"
+        f"Weights used: {src}\n\n"
+        "Modifications (made by edgedepth, " + p["versions"].get("edgedepth", "?") + "):\n"
+        "- converted from PyTorch to LiteRT (.tflite) with litert-torch; INT8 files quantised with ai-edge-quantizer\n"
+        "  (dynamic_wi8_afp32: int8 weights, float activations);\n"
+        "- graph rewrites before conversion, each exact up to float rounding unless stated in the model card:\n"
+        + "".join(f"  - {name}\n" for name in sizes)
+        + "- fixed input sizes (position embedding interpolated once per size, bicubic, as transformers does).\n"
+    )

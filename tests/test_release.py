@@ -1,0 +1,112 @@
+"""Release folder: verify catches every kind of tampering; two builds in separate processes are byte-identical."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import run_cli
+
+RECIPE = "recipes/depth-anything-v2-small.py"
+ARGS = ["--model", "synthetic-tiny", "--sizes", "28x42", "--parity-images", "2", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def two_builds(tmp_path_factory):
+    root = tmp_path_factory.mktemp("release")
+    outs = []
+    for i in range(2):  # separate processes: nothing shared in memory between the builds
+        out = root / f"build{i}"
+        r = run_cli("release", "--recipe", RECIPE, "--out", out, *ARGS)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs.append(out)
+    return outs
+
+
+def _files(folder):
+    return sorted(os.path.relpath(os.path.join(d, f), folder) for d, _, fs in os.walk(folder) for f in fs)
+
+
+def test_two_builds_are_byte_identical(two_builds):
+    a, b = two_builds
+    assert _files(a) == _files(b)
+    for rel in _files(a):
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+
+
+def test_release_contents(two_builds):
+    folder = two_builds[0]
+    m = json.loads((folder / "manifest.json").read_text())
+    assert m["schema_version"] == 1
+    paths = {f["path"] for f in m["files"]}
+    assert {"README.md", "LICENSE", "NOTICE"} <= paths
+    tfl = [f for f in m["files"] if f.get("format") == "tflite"]
+    assert {f["precision"] for f in tfl} == {"fp32", "int8"}
+    for f in tfl:
+        assert len(f["sha256"]) == 64 and f["bytes"] > 0 and f["ops"] > 0
+        assert f["input"]["shape"] == [1, 3, 28, 42] and f["output"]["semantics"].startswith("relative inverse depth")
+        assert f["recommended_runtime_options"]["gpu"]["enforce_f32"] is True
+        assert f["parity_cpu"]["images"] == 2
+    fp32 = next(f for f in tfl if f["precision"] == "fp32")
+    assert fp32["parity_cpu"]["pooled_rel_l2"] <= 1e-6
+    prov = m["provenance"]
+    assert prov["checkpoint"] == {"source": "synthetic", "name": "synthetic-tiny", "seed": 0}
+    assert len(prov["recipe"]["sha256"]) == 64 and "torch" in prov["versions"]
+    card = (folder / "README.md").read_text()
+    assert card.startswith("---\nlicense: apache-2.0\n") and "pipeline_tag: depth-estimation" in card
+    # numbers in the card come from the manifest
+    assert fp32["sha256"] in card and f"{fp32['parity_cpu']['pooled_rel_l2']:.2e}" in card
+    assert "synthetic" in card.lower() and "Apache License" in (folder / "LICENSE").read_text()
+
+
+def _copy(src, tmp_path):
+    dst = tmp_path / "rel"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _tflite(folder):
+    return sorted(p for p in os.listdir(folder) if p.endswith(".tflite"))[0]
+
+
+def test_verify_passes_on_a_clean_folder(two_builds):
+    r = run_cli("verify", two_builds[0])
+    assert r.returncode == 0 and "match" in r.stdout
+
+
+@pytest.mark.parametrize("damage,expected", [
+    ("flip", "changed: "), ("truncate", "truncated: "), ("missing", "missing: "), ("extra", "extra: stowaway.bin"),
+])
+def test_verify_names_the_problem(two_builds, tmp_path, damage, expected):
+    folder = _copy(two_builds[0], tmp_path)
+    name = _tflite(folder)
+    p = folder / name
+    data = bytearray(p.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0x01
+        p.write_bytes(bytes(data))
+    elif damage == "truncate":
+        p.write_bytes(bytes(data[:-10]))
+    elif damage == "missing":
+        p.unlink()
+    else:
+        (folder / "stowaway.bin").write_bytes(b"x")
+    r = run_cli("verify", folder)
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0] and "Traceback" not in r.stderr
+    if damage != "extra":
+        assert name in lines[0]
+
+
+def test_predict_refuses_a_tampered_release_file(two_builds, tmp_path):
+    from edgedepth.samples import sample_photo
+
+    folder = _copy(two_builds[0], tmp_path)
+    p = folder / _tflite(folder)
+    data = bytearray(p.read_bytes())
+    data[100] ^= 0xFF
+    p.write_bytes(bytes(data))
+    r = run_cli("predict", sample_photo(), "--model", p, "-o", tmp_path / "o")
+    assert r.returncode == 2 and "does not match its manifest" in r.stderr
