@@ -137,6 +137,10 @@ def cmd_validate(args) -> int:
     }
     if args.json:
         _write_json(args.json, report)
+    if args.plot:
+        from .reports import parity_plot
+
+        parity_plot(report, args.plot)
     print(validate_markdown(report))
     failed = [r for r in results if r["status"] != "ok"]
     return 1 if failed and args.strict else 0
@@ -174,6 +178,10 @@ def cmd_bench(args) -> int:
               desc=f"bench ({backend})", unit="call") as bar:
         res = run_interleaved(variants, x, rounds=args.rounds, warmup=args.warmup, iters=args.iters,
                               progress=lambda done, total: bar.update(done - bar.n))
+    from .manifest import sha256_file
+
+    for p in artifacts:  # ties each timing to the exact bytes timed (release model cards match on it)
+        res["variants"][os.path.basename(p)]["sha256"] = sha256_file(p)
     report = {"kind": "edgedepth.bench", "backend": backend, "input_shape": list(shape),
               "environment": environment(args.threads), **res}
     if backend.startswith("gpu"):
@@ -182,6 +190,10 @@ def cmd_bench(args) -> int:
         report["environment"]["gpu_adapter"] = gpu_check(artifacts[0])["adapter"]
     if args.json:
         _write_json(args.json, report)
+    if args.plot:
+        from .reports import latency_plot
+
+        latency_plot(report, args.plot)
     print(bench_markdown(report))
     return 0
 
@@ -264,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--limit", type=int, default=None, help="use N images (spread over all sources)")
     v.add_argument("--threads", type=int, default=2, help="CPU threads (default: %(default)s)")
     v.add_argument("--json", default=None, help="write the full report as JSON")
+    v.add_argument("--plot", default=None, help="write a PNG histogram of per-image rel-L2")
     v.add_argument("--strict", action="store_true", help="exit 1 when any backend failed to compile")
     v.add_argument("--quiet", action="store_true", help="no progress bar")
     v.set_defaults(func=cmd_validate)
@@ -277,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--threads", type=int, default=2, help="CPU threads, also for PyTorch (default: %(default)s)")
     b.add_argument("--torch", default=None, metavar="MODEL", help="also time PyTorch eager on this checkpoint")
     b.add_argument("--json", default=None, help="write the full report as JSON")
+    b.add_argument("--plot", default=None, help="write a PNG bar chart (median, IQR whiskers)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.set_defaults(func=cmd_bench)
 

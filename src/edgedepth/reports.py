@@ -56,7 +56,7 @@ def latency_plot(report: dict, path: str, title: str | None = None) -> None:
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(names) + 1.4))
     ax.barh(names, med, xerr=[lo, hi], color="#4c72b0", capsize=4)
     for i, m in enumerate(med):
-        ax.text(m, i, f" {m:.0f} ms", va="center", ha="left", fontsize=8)
+        ax.text(m, i, f" {m:.1f} ms", va="center", ha="left", fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("median latency, ms (whiskers: IQR)")
     ax.set_title(title or f"{report['backend']} latency, input {report['input_shape']}")
@@ -67,23 +67,28 @@ def latency_plot(report: dict, path: str, title: str | None = None) -> None:
 
 
 def parity_plot(report: dict, path: str) -> None:
-    """Per-image rel-L2 is summarised by p95/max; plot pooled rel-L2 per artifact/backend on a log axis."""
+    """Histogram of per-image rel-L2 vs PyTorch (log bins), one series per artifact/backend."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     from .fsutil import atomic_path
 
-    rows = [r for r in report["results"] if r["metrics"]]
-    labels = [f"{r['artifact']} [{r['backend']}]" for r in rows]
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.4))
-    for key, marker in (("pooled_rel_l2", "o"), ("p95_rel_l2", "s"), ("max_rel_l2", "^")):
-        ax.scatter([r["metrics"][key] for r in rows], labels, marker=marker, label=key.replace("_", " "))
+    rows = [r for r in report["results"] if r.get("per_image_rel_l2")]
+    vals = [np.asarray(list(r["per_image_rel_l2"].values())) for r in rows]
+    pos = np.concatenate([v[v > 0] for v in vals]) if vals else np.array([1e-7])
+    lo, hi = np.log10(pos.min()) - 0.2, np.log10(pos.max()) + 0.2
+    bins = np.logspace(lo, hi, 40)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for r, v in zip(rows, vals):
+        ax.hist(np.clip(v, bins[0], None), bins=bins, alpha=0.6, label=f"{r['artifact']} [{r['backend']}]")
     ax.set_xscale("log")
-    ax.invert_yaxis()
-    ax.set_xlabel("relative L2 vs PyTorch (log)")
-    ax.legend(fontsize=8)
+    ax.set_xlabel("per-image relative L2 vs PyTorch")
+    ax.set_ylabel("images")
+    ax.set_title(f"Parity on {report['image_set']['count']} images")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")

@@ -115,6 +115,7 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
                     progress(1)
             runner.close()
             row["metrics"] = acc.summary()
+            row["per_image_rel_l2"] = {it.id: float(v) for it, v in zip(items, acc.per_image)}
             if backend != "cpu" and cpu_digests:
                 row["vs_cpu_rel_l2"] = vs_cpu.summary()["pooled_rel_l2"]
                 if identical_to_cpu == len(items):
