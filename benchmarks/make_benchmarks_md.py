@@ -1,0 +1,155 @@
+"""Generate BENCHMARKS.md from the JSON in benchmarks/results/ (never edit BENCHMARKS.md by hand).
+
+    .venv/bin/python benchmarks/make_benchmarks_md.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from edgedepth.reports import bench_markdown, validate_markdown
+
+R = "benchmarks/results"
+OUT = "BENCHMARKS.md"
+P = "depth_anything_v2_small_518x686"
+
+
+def load(name):
+    p = os.path.join(R, name)
+    return json.load(open(p)) if os.path.isfile(p) else None
+
+
+def env_line(env):
+    v = env.get("versions", {})
+    return (f"Machine: {env.get('cpu')}, {env.get('cores')} cores; " +
+            ", ".join(f"{k} {val}" for k, val in sorted(v.items())))
+
+
+def section_ops(L):
+    files = {k: load(f"inspect_{P}_{k}.json") for k in ("fp32_plain", "fp32", "int8_plain", "int8")}
+    if not all(files.values()):
+        return
+    L += ["## Op count and GPU delegation (full synthetic model, 518×686)", "",
+          "From `edgedepth inspect --json` (GPU check: compiled on LiteRT's GPU accelerator alone, SwiftShader Vulkan on "
+          "this CPU machine).", "",
+          "| file | ops | fully on GPU | ops falling back | GPU compile error |", "|---|---|---|---|---|"]
+    for k, info in files.items():
+        g = info["gpu"]
+        L.append(f"| `{info['file']}` | {info['ops']} | {'yes' if g['fully_delegated'] else '**no**'} | "
+                 f"{g['cpu_ops'] if g['cpu_ops'] is not None else '–'} | {g['error'] or '–'} |")
+    ops = sorted(set(files["fp32_plain"]["op_histogram"]) | set(files["fp32"]["op_histogram"]),
+                 key=lambda o: -files["fp32_plain"]["op_histogram"].get(o, 0))
+    L += ["", "Op histogram, FP32, plain → optimised:", "", "| op | plain | optimised | Δ |", "|---|---|---|---|"]
+    for o in ops:
+        a, b = files["fp32_plain"]["op_histogram"].get(o, 0), files["fp32"]["op_histogram"].get(o, 0)
+        L.append(f"| {o} | {a} | {b} | {b - a:+d} |")
+    L.append(f"| **total** | **{files['fp32_plain']['ops']}** | **{files['fp32']['ops']}** | "
+             f"**{files['fp32']['ops'] - files['fp32_plain']['ops']:+d}** |")
+    L += ["", "FULLY_CONNECTED variants (the LiteRT #9481 pattern is `keep_num_dims=False rank 3->2`):", ""]
+    for k in ("fp32_plain", "fp32"):
+        L.append(f"- {k}: " + "; ".join(f"{n}× {v}" for v, n in files[k]["fc_variants"].items()))
+    L.append("")
+
+
+def section_ablation(L):
+    a = load("rewrite_ablation.json")
+    if not a:
+        return
+    m = a["method"]
+    L += ["## Effect of each rewrite (cumulative, FP32, 518×686)", "",
+          f"Each row adds one rewrite to the pipeline (`benchmarks/rewrite_ablation.py`). CPU latency: ai_edge_litert, "
+          f"2 threads, {m['rounds']} interleaved rounds × ({m['warmup']} warm-up + {m['iters']} timed calls), all "
+          "prefixes in one run.", "",
+          "| step | ops | Δ ops | fully on GPU | CPU median ms | ÷ plain |", "|---|---|---|---|---|---|"]
+    base_ops, base_ms = a["steps"][0]["ops"], a["steps"][0]["cpu_median_ms"]
+    prev = base_ops
+    for s in a["steps"]:
+        L.append(f"| {s['label']} | {s['ops']} | {s['ops'] - prev:+d} | {'yes' if s['gpu_fully_delegated'] else 'no'} | "
+                 f"{s['cpu_median_ms']:.0f} | {s['cpu_median_ms'] / base_ms:.3f} |")
+        prev = s["ops"]
+    L += ["", env_line(a["environment"]), ""]
+
+
+def section_cpu_latency(L):
+    b = load("cpu_latency.json")
+    if not b:
+        return
+    v = b["variants"]
+    def med(name):
+        return next(s["median_ms"] for n, s in v.items() if n == name)
+    L += ["## CPU latency (full synthetic model, 518×686)", "",
+          "`edgedepth bench … --torch synthetic --threads 2` — variants interleaved within each round (order rotated "
+          "per round); timed call = input write + synchronous invoke + output read; compile excluded.", "",
+          bench_markdown(b, baseline=f"{P}_fp32_plain.tflite"), ""]
+    try:
+        r32 = med(f"{P}_fp32.tflite") / med(f"{P}_fp32_plain.tflite")
+        r8 = med(f"{P}_int8.tflite") / med(f"{P}_int8_plain.tflite")
+        L += [f"**Optimised ÷ plain (same run): FP32 {r32:.3f}, INT8 {r8:.3f}.**", ""]
+    except StopIteration:
+        pass
+    L += ["![CPU latency](docs/cpu_latency.png)", "", env_line(b["environment"]), ""]
+
+
+def section_parity(L, name, title, plot=None):
+    r = load(name)
+    if not r:
+        return
+    L += [f"## {title}", "", validate_markdown(r), ""]
+    if plot:
+        L += [f"![parity]({plot})", ""]
+    L += [env_line(r["environment"]), ""]
+
+
+def section_h200(L):
+    h = load("h200.json")
+    if not h:
+        return
+    env = h["environment"]
+    L += ["## NVIDIA H200 (lent GPU machine), LiteRT GPU accelerator over Vulkan", "",
+          f"Adapter (from LiteRT's log): `{env.get('gpu_adapter')}`. Files: the optimised INT8 file as built, and the "
+          "optimised FP32 graph rebuilt there from a weight-stripped copy with weights from the INT8 twin (dequantised; "
+          "`edgedepth.transport`) because a call carries at most 64 MiB — same graph and ops, weights rounded to 8 bits.",
+          "", "| file | ops | fully on GPU (GPU alone) | error |", "|---|---|---|---|"]
+    for n, f in h["files"].items():
+        L.append(f"| {n} | {f['ops']} | {'yes' if f['gpu']['fully_delegated'] else '**no**'} | {f['gpu']['error'] or '–'} |")
+    if h.get("bench"):
+        b = {"backend": "gpu", "input_shape": None, "environment": {"threads": "–", "cpu": env.get("gpu_adapter")},
+             **h["bench"]}
+        b["input_shape"] = "[1, 3, 518, 686]"
+        L += ["", "Latency (`gpu` = enforce_f32, `gpu-fp16` = LiteRT's default precision policy), interleaved:", "",
+              bench_markdown(b), ""]
+    if h.get("parity"):
+        L += [f"GPU vs LiteRT CPU on the same machine and file, {h['image_set']['count']} images "
+              f"(set sha256 `{h['image_set']['sha256'][:12]}…`):", "",
+              "| comparison | pooled rel-L2 | max rel-L2 | Pearson | AbsRel (aligned) |", "|---|---|---|---|---|"]
+        for k, m in h["parity"].items():
+            if "error" in m:
+                L.append(f"| {k} | **failed**: {m['error']} | | | |")
+            else:
+                L.append(f"| {k} | {m['pooled_rel_l2']:.2e} | {m['max_rel_l2']:.2e} | {m['pearson']:.6f} | "
+                         f"{m['aligned_absrel']:.2e} |")
+        L.append("")
+
+
+def main():
+    L = ["# BENCHMARKS", "",
+         "Generated by `benchmarks/make_benchmarks_md.py` from the JSON in `benchmarks/results/` (produced by "
+         "`benchmarks/run_cpu.sh` on the CPU machine and `benchmarks/h200_run.py` on the lent H200). Do not edit by hand.",
+         "", "All numbers are for the **synthetic** full-size model (exact architecture, seeded realistic weights): graph, "
+         "op counts, delegation, latency and parity transfer to the trained checkpoint; depth quality does not.", ""]
+    section_ops(L)
+    section_ablation(L)
+    section_cpu_latency(L)
+    section_parity(L, "parity_cpu.json", "Parity vs PyTorch on CPU (default image set)", "docs/parity_cpu.png")
+    section_parity(L, "parity_swiftshader.json", "Parity vs PyTorch on the GPU accelerator (SwiftShader, CPU machine)")
+    section_h200(L)
+    for extra in sorted(f for f in os.listdir(R) if f.startswith("extra_") and f.endswith(".md")):
+        L += [open(os.path.join(R, extra)).read(), ""]
+    with open(OUT, "w") as f:
+        f.write("\n".join(L).rstrip() + "\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# All CPU-machine measurements behind BENCHMARKS.md (full synthetic model, 518x686). About 25 minutes on 2 cores.
+# Every number lands as JSON in benchmarks/results/; BENCHMARKS.md is then generated from those files.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+E=.venv/bin/edgedepth
+R=benchmarks/results
+D=out/bench
+mkdir -p "$R" "$D"
+step() { echo; echo "== $*"; }
+
+step "exports: plain and optimised, FP32 + INT8"
+$E export --model synthetic --plain --out "$D" --quiet
+$E export --model synthetic --out "$D" --quiet
+P=$D/depth_anything_v2_small_518x686
+for f in "$P"_fp32_plain "$P"_int8_plain "$P"_fp32 "$P"_int8; do
+  $E inspect "$f.tflite" --json > "$R/inspect_$(basename "$f").json"
+done
+
+step "CPU latency: plain vs optimised, FP32 and INT8, PyTorch eager; interleaved, 2 threads"
+$E bench "$P"_fp32_plain.tflite "$P"_fp32.tflite "$P"_int8_plain.tflite "$P"_int8.tflite --torch synthetic \
+  --backend cpu --threads 2 --rounds "${ROUNDS:-6}" --warmup 5 --iters 12 --json "$R/cpu_latency.json" \
+  --plot docs/cpu_latency.png --quiet
+
+step "CPU parity vs PyTorch on the default image set (110 images)"
+$E validate "$P"_fp32_plain.tflite "$P"_fp32.tflite "$P"_int8_plain.tflite "$P"_int8.tflite --model synthetic \
+  --backend cpu --json "$R/parity_cpu.json" --plot docs/parity_cpu.png --quiet
+
+step "GPU (SwiftShader) parity, enforce_f32 and default precision, a handful of images"
+$E validate "$P"_fp32.tflite "$P"_int8.tflite --model synthetic --backend cpu,gpu,gpu-fp16 --limit "${GPU_IMAGES:-2}" \
+  --json "$R/parity_swiftshader.json" --quiet
+
+step "per-rewrite ablation (op count, delegation, latency of each pipeline prefix)"
+.venv/bin/python benchmarks/rewrite_ablation.py
+
+step "BENCHMARKS.md"
+.venv/bin/python benchmarks/make_benchmarks_md.py
