@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -116,8 +117,11 @@ _RE_ADAPTER = re.compile(r"Selected adapter: (.*)")
 _RE_ERROR = re.compile(r"(Failed to create [^:]*: )?((INVALID_ARGUMENT|UNIMPLEMENTED|INTERNAL|UNKNOWN): [^\n;]*)")
 
 
-def gpu_check(path: str, timeout: float = 600.0) -> dict:
+def gpu_check(path: str, timeout: float = 600.0, x: np.ndarray | None = None, enforce_f32: bool = True) -> dict:
     """Compile ``path`` on LiteRT's GPU accelerator alone, in a child process; report delegation as data.
+
+    With ``x`` the child also runs that input and the result carries ``output`` (numpy) — a GPU run from a process
+    whose Vulkan driver choice nothing else in this process could have made first.
 
     Keys: fully_delegated (bool), gpu_ops / cpu_ops (int or None), unsupported ({op: reason}), adapter (str or None),
     error (str or None: the compile error, e.g. LiteRT #9481's "Unable to parse bc coord for BATCH axis").
@@ -125,15 +129,30 @@ def gpu_check(path: str, timeout: float = 600.0) -> dict:
     from .runtimes.vulkan import vulkan_env
 
     check_tflite_file(path)
-    try:
-        proc = subprocess.run([sys.executable, "-m", "edgedepth.runtimes.gpu_probe", os.path.abspath(path)],
-                              capture_output=True, text=True, timeout=timeout, env=vulkan_env())
-    except subprocess.TimeoutExpired:
-        return {"fully_delegated": False, "gpu_ops": None, "cpu_ops": None, "unsupported": {}, "adapter": None,
-                "error": f"GPU compile did not finish within {timeout:.0f} s"}
-    log = proc.stderr
+    with tempfile.TemporaryDirectory(prefix="edgedepth-gpu-") as tmp:
+        x_path, y_path = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
+        cmd = [sys.executable, "-m", "edgedepth.runtimes.gpu_probe", os.path.abspath(path)]
+        if x is not None:
+            np.save(x_path, np.ascontiguousarray(x, np.float32))
+            cmd += [x_path, y_path]
+        if not enforce_f32:
+            cmd.append("--default-precision")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=vulkan_env())
+        except subprocess.TimeoutExpired:
+            return {"fully_delegated": False, "gpu_ops": None, "cpu_ops": None, "unsupported": {}, "adapter": None,
+                    "error": f"GPU compile did not finish within {timeout:.0f} s"}
+        output = np.load(y_path) if os.path.exists(y_path) else None
+    result = parse_gpu_log(proc.stdout, proc.stderr, proc.returncode)
+    if x is not None:
+        result["output"] = output
+    return result
+
+
+def parse_gpu_log(stdout: str, log: str, returncode: int) -> dict:
+    """The probe's JSON line + LiteRT's stderr log -> delegation facts."""
     probe = None
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith("EDGEDEPTH_GPU_PROBE "):
             probe = json.loads(line.split(" ", 1)[1])
     split = _RE_SPLIT.search(log)
@@ -142,7 +161,7 @@ def gpu_check(path: str, timeout: float = 600.0) -> dict:
     adapter = _RE_ADAPTER.search(log)
     error = None
     if probe is None:
-        error = f"GPU probe crashed (exit code {proc.returncode})"
+        error = f"GPU probe crashed (exit code {returncode})"
     elif probe["exception"]:
         detail = _RE_ERROR.search(log)
         parts = []
