@@ -1,26 +1,37 @@
 #!/usr/bin/env bash
-# The main job behind `make demo`: synthetic full-size model -> LiteRT FP32 + INT8 -> inspect -> depth PNG of a photo.
+# The main job behind `make demo`: the release recipe on the synthetic full-size model (every size preset, FP32 + INT8,
+# rewrites, GPU-delegation check, parity vs PyTorch) -> verify -> a depth PNG of a photo -> how to open the playground.
 set -euo pipefail
 OUT=${1:-out}
 BIN=.venv/bin
-mkdir -p "$OUT/litert" "$OUT/predict"
-echo "== export (synthetic full-size Depth Anything V2 Small, 518x686)"
-$BIN/edgedepth export --model synthetic --size 518x686 --out "$OUT/litert"
-echo "== inspect"
-for f in "$OUT"/litert/*.tflite; do
-  $BIN/edgedepth inspect "$f" --json > "${f%.tflite}.inspect.json"
-  $BIN/python - "${f%.tflite}.inspect.json" <<'PY'
+REL="$OUT/depth-anything-v2-small"
+mkdir -p "$OUT"
+echo "== release recipe (synthetic full-size Depth Anything V2 Small; ~8 min on 2 cores)"
+$BIN/python recipes/depth-anything-v2-small.py --model synthetic --out "$REL"
+echo
+echo "== verify"
+$BIN/edgedepth verify "$REL"
+echo
+echo "== what is in it (from manifest.json)"
+$BIN/python - "$REL/manifest.json" <<'PY'
 import json, sys
-i = json.load(open(sys.argv[1])); g = i["gpu"]
-print(f"{i['file']}: {i['bytes'] / 1e6:.1f} MB, {i['ops']} ops")
-print("  GPU (" + str(g["adapter"]).split(",")[0] + "):",
-      "fully delegated" if g["fully_delegated"] else f"NOT fully delegated ({g['cpu_ops']} ops would fall back): {g['error']}")
+m = json.load(open(sys.argv[1]))
+for f in m["files"]:
+    if f.get("format") != "tflite":
+        continue
+    gpu = {True: "fully on GPU", False: "NOT fully on GPU", None: "GPU not checked"}[f.get("gpu_fully_delegated")]
+    p = f.get("parity_cpu") or {}
+    print(f"  {f['path']:48s} {f['bytes'] / 1e6:6.1f} MB  {f['ops']:4d} ops  {gpu:16s} "
+          f"rel-L2 vs PyTorch {p.get('pooled_rel_l2', float('nan')):.1e}")
 PY
-done
+echo
 echo "== predict (sample photo: matplotlib's grace_hopper.jpg)"
 PHOTO=$($BIN/python -m edgedepth.samples)
-FP32=$(ls "$OUT"/litert/*_fp32.tflite | head -1)
-$BIN/edgedepth predict "$PHOTO" --model "$FP32" -o "$OUT/predict" --raw --quiet
+$BIN/edgedepth predict "$PHOTO" --model "$REL/depth_anything_v2_small_518x686_fp32.tflite" -o "$OUT/predict" --raw --quiet
 echo
 echo "Everything went to $OUT/:"
-find "$OUT" -type f | sort | sed 's/^/  /'
+find "$OUT" -maxdepth 2 -type f | sort | sed 's/^/  /'
+echo
+if $BIN/edgedepth serve --help >/dev/null 2>&1; then
+  echo "Open the playground:  $BIN/edgedepth serve $REL   (then http://127.0.0.1:8000/)"
+fi
