@@ -9,7 +9,7 @@ OUT ?= out
 
 .PHONY: setup demo test test-fast clean
 
-setup: $(STAMP) apt
+setup: $(STAMP) apt web/node_modules/.package-lock.json
 
 # Debian packages: chromium ships the SwiftShader Vulkan driver LiteRT's GPU accelerator runs on here; libvulkan1 the loader.
 apt:
@@ -26,6 +26,11 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt -c constraints.txt
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
+
+# LiteRT.js for the browser playground, exact versions from web/package-lock.json (no CDN at run time).
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null; }
+	npm ci --prefix web --no-audit --no-fund
 
 demo: setup
 	@bash scripts/demo.sh $(OUT)

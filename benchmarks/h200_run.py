@@ -14,7 +14,9 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
+sys.path.insert(0, SRC)
+os.environ["PYTHONPATH"] = SRC + os.pathsep + os.environ.get("PYTHONPATH", "")  # the GPU probe runs in a child
 
 import numpy as np  # noqa: E402
 
@@ -59,6 +61,8 @@ def main() -> None:
             continue
         for backend in ("gpu", "gpu-fp16"):
             variants[f"{name} [{backend}]"] = (lambda p=path, b=backend: LiteRTRunner(p, backend=b))
+    if not variants:
+        raise SystemExit("no file compiled fully on the GPU: see the delegation lines above")
     report["bench"] = run_interleaved(variants, x, rounds=rounds, warmup=warmup, iters=iters)
     for n, s in report["bench"]["variants"].items():
         print(f"{n}: median {s['median_ms']:.2f} ms (IQR {s['p25_ms']:.2f}-{s['p75_ms']:.2f})", flush=True)

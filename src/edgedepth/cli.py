@@ -31,11 +31,27 @@ def cmd_export(args) -> int:
     from .fsutil import ensure_writable_dir
     from .preprocess import parse_size
     from .progress import Stages
-    from .targets import litert
 
     size = parse_size(args.size)
     precisions = _precisions(args.precision)
     ensure_writable_dir(args.out)
+    if args.target == "executorch":
+        from .targets import executorch as et
+
+        backends = _backends(args.et_backend, et.BACKENDS)
+        n = sum(1 for b in backends for p in precisions if p == "fp32" or b == "xnnpack")
+        with Stages(1 + n, enabled=not args.quiet) as stages:
+            stages.start(f"load {args.model}")
+            ckpt = load_checkpoint(args.model)
+            stats = et.export(ckpt.model, *size, args.out, backends, precisions, verbose=args.verbose,
+                              progress=stages.start, **({"rewrites": ()} if args.plain else {}))
+        for (b, p), st in stats.items():
+            print(f"{b} {p}: {st['path']} ({st['bytes'] / 1e6:.1f} MB, {st['delegated_nodes']} nodes delegated, "
+                  f"{st['non_delegated_nodes']} not)")
+        return 0
+
+    from .targets import litert
+
     with Stages(2 + len(precisions), enabled=not args.quiet) as stages:
         stages.start(f"load {args.model}")
         ckpt = load_checkpoint(args.model)
@@ -55,25 +71,27 @@ def cmd_export(args) -> int:
 
 
 def cmd_inspect(args) -> int:
+    from . import inspect_pte
     from .inspect import format_text, inspect_file
 
-    infos = [inspect_file(f, gpu=not args.no_gpu) for f in args.files]
+    infos = [inspect_pte.describe_pte(f) if f.endswith(".pte") else inspect_file(f, gpu=not args.no_gpu)
+             for f in args.files]
     if args.json:
         print(json.dumps(infos[0] if len(infos) == 1 else infos, indent=2))
     else:
-        print("\n".join(format_text(i) for i in infos))
+        print("\n".join(inspect_pte.format_text(i) if i.get("format", "").startswith("executorch") else format_text(i)
+                        for i in infos))
     return 0
 
 
 def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
-    """A .tflite file -> LiteRT runner; anything else is a checkpoint -> PyTorch eager (backend must be cpu)."""
-    if model.endswith(".tflite"):
+    """An artifact (.tflite / .pte) -> its runtime; anything else is a checkpoint -> PyTorch eager (CPU)."""
+    if model.endswith((".tflite", ".pte")):
         from .manifest import verify_next_to
-        from .runtimes.litert import LiteRTRunner
+        from .runtimes import open_runner
 
         verify_next_to(model)  # a file inside a release folder must match its manifest
-
-        return LiteRTRunner(model, backend=backend, threads=threads)
+        return open_runner(model, backend, threads)
     from .checkpoint import DepthModule, load_checkpoint
     from .preprocess import DEFAULT_SIZE, parse_size
     from .runtimes.torch import TorchRunner
@@ -151,7 +169,7 @@ def cmd_bench(args) -> int:
 
     from .bench import environment, run_interleaved
     from .reports import bench_markdown
-    from .runtimes.litert import LiteRTRunner
+    from .runtimes import open_runner
     from .validate import find_artifacts
 
     artifacts = find_artifacts(args.artifacts)
@@ -162,7 +180,9 @@ def cmd_bench(args) -> int:
     variants = {}
     for p in artifacts:
         name = os.path.basename(p)
-        variants[name] = (lambda p=p: LiteRTRunner(p, backend=backend, threads=args.threads))
+        if p.endswith(".pte") and backend != "cpu":
+            raise EdgedepthError(f"{name}: a .pte is benchmarked on --backend cpu only")
+        variants[name] = (lambda p=p: open_runner(p, backend=backend, threads=args.threads))
     sizes = {tuple(_input_shape(p)) for p in artifacts}
     if len(sizes) != 1:
         raise EdgedepthError(f"bench compares files of one input shape; got {sorted(sizes)}")
@@ -200,8 +220,9 @@ def cmd_bench(args) -> int:
 
 def _input_shape(path: str):
     from .inspect import describe
+    from .inspect_pte import describe_pte
 
-    return describe(path)["inputs"][0]["shape"]
+    return (describe_pte(path) if path.endswith(".pte") else describe(path))["inputs"][0]["shape"]
 
 
 def cmd_release(args) -> int:
@@ -245,6 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--size", default="518x686", help="HEIGHTxWIDTH, multiples of 14 (default: %(default)s)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--precision", default="fp32,int8", help="comma-separated: fp32,int8 (default: %(default)s)")
+    e.add_argument("--target", default="litert", choices=["litert", "executorch"],
+                   help="litert: .tflite; executorch: .pte (default: %(default)s)")
+    e.add_argument("--et-backend", default="xnnpack",
+                   help="ExecuTorch backends, comma-separated: xnnpack,webgpu,vulkan; INT8 is xnnpack only (default: %(default)s)")
     e.add_argument("--plain", action="store_true", help="no graph rewrites: the baseline conversion (files *_plain)")
     e.add_argument("--verbose", action="store_true", help="show the converter's own log")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -307,6 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     vf = sub.add_parser("verify", help="re-hash a release folder against its manifest.json")
     vf.add_argument("folder")
     vf.set_defaults(func=cmd_verify)
+
+    from .serve import add_parser as add_serve_parser
+
+    add_serve_parser(sub)
     return p
 
 

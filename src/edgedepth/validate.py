@@ -23,9 +23,9 @@ def find_artifacts(paths: list[str]) -> list[str]:
     out = []
     for p in paths:
         if os.path.isdir(p):
-            found = sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".tflite"))
+            found = sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith((".tflite", ".pte")))
             if not found:
-                raise EdgedepthError(f"folder {p!r} holds no .tflite files")
+                raise EdgedepthError(f"folder {p!r} holds no .tflite or .pte files")
             out += found
         elif not os.path.exists(p):
             raise EdgedepthError(f"artifact {p!r} does not exist")
@@ -65,14 +65,15 @@ class _References:
 def validate(artifacts: list[str], backends: list[str], module, items, *, threads: int = 2, progress=None) -> list[dict]:
     """Returns one result dict per (artifact, backend)."""
     from .inspect import describe, gpu_check
+    from .inspect_pte import describe_pte
     from .preprocess import preprocess
-    from .runtimes.litert import LiteRTRunner
+    from .runtimes import open_runner
 
     refs = _References(module)
     inputs: dict = {}
     results = []
     for path in artifacts:
-        info = describe(path)
+        info = describe_pte(path) if path.endswith(".pte") else describe(path)
         size = tuple(info["inputs"][0]["shape"][2:4])
         cpu_digests: dict = {}
         cpu_outputs: dict = {}
@@ -81,12 +82,12 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
             row = {"artifact": os.path.basename(path), "sha256": _file_sha256(path), "backend": backend,
                    "size": list(size), "status": "ok", "error": None, "flags": [], "metrics": None}
             g = None
-            if backend.startswith("gpu"):
+            if backend.startswith("gpu") and path.endswith(".tflite"):
                 g = gpu_check(path)
                 row["gpu_adapter"] = g["adapter"]
                 row["gpu_fully_delegated"] = g["fully_delegated"]
             try:
-                runner = LiteRTRunner(path, backend=backend, threads=threads)
+                runner = open_runner(path, backend=backend, threads=threads)
             except EdgedepthError as e:
                 row.update(status="compile_failed", error=(g or {}).get("error") or str(e))
                 results.append(row)

@@ -17,3 +17,18 @@ class Runner(Protocol):
     def run(self, x: np.ndarray) -> np.ndarray: ...
 
     def close(self) -> None: ...
+
+
+def open_runner(path: str, backend: str = "cpu", threads: int = 2):
+    """The runner for an artifact file: ``.pte`` -> ExecuTorch (XNNPACK, CPU only); ``.tflite`` -> LiteRT."""
+    from ..errors import EdgedepthError
+
+    if path.endswith(".pte"):
+        if backend != "cpu":
+            raise EdgedepthError(f"{path!r}: a .pte runs on the CPU here (ExecuTorch XNNPACK); use backend cpu")
+        from .executorch import ExecuTorchRunner
+
+        return ExecuTorchRunner(path, threads=threads)
+    from .litert import LiteRTRunner
+
+    return LiteRTRunner(path, backend=backend, threads=threads)

@@ -1,0 +1,243 @@
+"""ExecuTorch target: module -> ``.pte`` for XNNPACK (CPU), WebGPU or Vulkan; FP32 or dynamic INT8 (XNNPACK only).
+
+Pipeline: ``torch.export.export(strict=False)`` -> ``to_edge_transform_and_lower(partitioner=[...])`` ->
+``to_executorch()``, written via temp + rename (a failed export leaves no file).  Method ``forward(pixel_values
+float32[1,3,H,W]) -> depth float32[1,H,W]``.
+
+What is exported is a deep copy of the HF model prepared for lowering (the caller's model is never touched, nothing
+global is patched):
+
+- eager attention (``config._attn_implementation = "eager"`` on the copy): SDPA decomposes into ``_safe_softmax`` ops
+  XNNPACK cannot take;
+- ``edgedepth.rewrites`` ``drop_attention_mask`` (the all-true mask transformers 5 builds under export; bit-identical)
+  and ``freeze_position_embedding`` (the bicubic position-embedding resize folded into one constant for the export
+  size; bit-identical).  Vulkan/WebGPU lowering fails without the frozen embedding (ExecuTorch 1.5.1: a FakeTensorMode
+  mismatch in the Vulkan preprocess's ``FuseBatchNormPass``).
+
+INT8 = dynamic quantisation with ``XNNPACKQuantizer`` (int8 per-channel symmetric weights, activations quantised per
+call) restricted to ``aten.linear``.  Quantising every supported op (``int8_ops="all"``: also the convolutions) fails
+in ExecuTorch 1.5.1 in XNNPACK's ``ChannelsLastTaggedReshapePass`` (fixed upstream after 1.5.1; canary test).
+
+Delegation is counted on the lowered edge program with ExecuTorch's own ``get_delegation_info`` (a .pte keeps only
+opaque delegate payloads), returned by :func:`export_executorch` for manifests and reports.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import copy
+import io
+import logging
+import os
+import time
+import warnings
+
+import numpy as np
+
+from ..errors import EdgedepthError
+from ..fsutil import atomic_path
+
+BACKENDS = ("xnnpack", "webgpu", "vulkan")
+PRECISIONS = ("fp32", "int8")
+INT8_OPS = ("linear", "all")
+# Rewrites (edgedepth.rewrites names) applied before export; both are exact (bit-identical in PyTorch).
+DEFAULT_REWRITES = ("drop_attention_mask", "freeze_position_embedding")
+# Backend id each partitioner writes into the .pte (WebGPU is a frontend over the Vulkan partitioner and serialiser).
+BACKEND_IDS = {"xnnpack": "XnnpackBackend", "webgpu": "VulkanBackend", "vulkan": "VulkanBackend"}
+# Graph bookkeeping nodes that are not work: a delegate call's tuple outputs are read with getitem.
+_STRUCTURAL = {"executorch_call_delegate", "getitem"}
+
+
+def file_name(height: int, width: int, backend: str, precision: str) -> str:
+    return f"depth_anything_v2_small_{height}x{width}_{backend}_{precision}.pte"
+
+
+@contextlib.contextmanager
+def _quiet(enabled: bool):
+    """Silence ExecuTorch's own log (the Vulkan partitioner logs every op at INFO), prints and warnings."""
+    if not enabled:
+        yield
+        return
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)
+        try:
+            yield
+        finally:
+            logging.disable(logging.NOTSET)
+
+
+def _check_args(backend: str, precision: str, int8_ops: str) -> None:
+    if backend not in BACKENDS:
+        raise EdgedepthError(f"unknown ExecuTorch backend {backend!r} (choose from {', '.join(BACKENDS)})")
+    if precision not in PRECISIONS:
+        raise EdgedepthError(f"unknown precision {precision!r} (choose from {', '.join(PRECISIONS)})")
+    if precision == "int8" and backend != "xnnpack":
+        raise EdgedepthError(f"INT8 .pte is built for xnnpack only (XNNPACKQuantizer), not {backend}")
+    if int8_ops not in INT8_OPS:
+        raise EdgedepthError(f"int8_ops {int8_ops!r}: choose from {', '.join(INT8_OPS)}")
+
+
+def prepare_model(model, height: int, width: int, rewrites=DEFAULT_REWRITES):
+    """Deep copy of the HF model with eager attention and the named rewrites; returns (DepthModule, rewrite report).
+
+    ``model`` may be the HF model or a :class:`edgedepth.checkpoint.DepthModule` around it.
+    """
+    from ..checkpoint import DepthModule
+
+    inner = model.model if isinstance(model, DepthModule) else model
+    if height % 14 or width % 14:
+        raise EdgedepthError(f"size {height}x{width}: height and width must be multiples of 14 (the patch size)")
+    m = copy.deepcopy(inner).eval()
+    if hasattr(m, "config"):
+        # Propagates to the backbone's Dinov2Config on the copy only (the caller's model keeps its setting).
+        m.config._attn_implementation = "eager"
+    report = []
+    if rewrites:
+        from ..rewrites import apply_rewrites
+
+        m, report = apply_rewrites(m, height, width, names=list(rewrites))
+    for p in m.parameters():
+        p.requires_grad_(False)
+    return DepthModule(m).eval(), report
+
+
+def _sample(height: int, width: int):
+    import torch
+
+    return torch.from_numpy(np.random.default_rng(0).standard_normal((1, 3, height, width), dtype=np.float32))
+
+
+def _partitioners(backend: str):
+    if backend == "xnnpack":
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+        return [XnnpackPartitioner()]
+    if backend == "webgpu":
+        from executorch.backends.webgpu.partitioner import WebGPUPartitioner
+
+        return [WebGPUPartitioner()]
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+
+    return [VulkanPartitioner()]
+
+
+def _quantize_dynamic_int8(module, sample, int8_ops: str):
+    """PT2E dynamic INT8 with XNNPACKQuantizer: per-channel int8 weights; ``linear`` = aten.linear only."""
+    import torch
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    cfg = get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)
+    quantizer = XNNPACKQuantizer()
+    if int8_ops == "linear":
+        quantizer.set_operator_type(torch.ops.aten.linear.default, cfg)
+    else:
+        quantizer.set_global(cfg)
+    gm = torch.export.export(module, (sample,), strict=False).module()
+    prepared = prepare_pt2e(gm, quantizer)
+    prepared(sample)  # dynamic: activations are quantised per call; this only runs the weight observers
+    return convert_pt2e(prepared)
+
+
+def _op_name(target) -> str:
+    """``aten.expand_copy.default`` for edge and ATen ops alike; ``getitem`` for Python callables."""
+    import torch
+
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)                          # aten.scalar_tensor.default (__name__ drops the namespace)
+    return getattr(target, "__name__", str(target))  # EdgeOpOverload.__name__ = aten.expand_copy.default
+
+
+def delegation_stats(edge_program) -> dict:
+    """Delegated vs non-delegated nodes of a lowered edge program (ExecuTorch's ``get_delegation_info`` counts).
+
+    ``delegated_nodes`` / ``non_delegated_nodes`` are that tool's numbers (non-delegated includes the ``getitem``s that
+    read delegate outputs); ``non_delegated_ops`` lists the real work left outside the delegates, by op.
+    """
+    from executorch.devtools.backend_debug import get_delegation_info
+
+    gm = edge_program.exported_program().graph_module
+    info = get_delegation_info(gm)
+    subgraphs: collections.Counter = collections.Counter()
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and node.name.startswith("lowered_module_"):
+            subgraphs[getattr(gm, node.name).backend_id] += 1
+    outside: collections.Counter = collections.Counter()
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and _op_name(node.target) not in _STRUCTURAL:
+            outside[_op_name(node.target)] += 1
+    return {
+        "delegated_subgraphs": dict(sorted(subgraphs.items())),
+        "delegated_nodes": int(info.num_delegated_nodes),
+        "non_delegated_nodes": int(info.num_non_delegated_nodes),
+        "non_delegated_ops": dict(sorted(outside.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "fully_delegated": bool(subgraphs) and not outside,
+    }
+
+
+def lower(module, height: int, width: int, backend: str = "xnnpack", precision: str = "fp32", *,
+          rewrites=DEFAULT_REWRITES, int8_ops: str = "linear", verbose: bool = False):
+    """Prepare, (quantise,) export and lower; returns ``(ExecutorchProgramManager, stats)`` without writing a file."""
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+
+    _check_args(backend, precision, int8_ops)
+    prepared, report = prepare_model(module, height, width, rewrites)
+    sample = _sample(height, width)
+    with _quiet(not verbose):
+        if precision == "int8":
+            prepared = _quantize_dynamic_int8(prepared, sample, int8_ops)
+        ep = torch.export.export(prepared, (sample,), strict=False)
+        edge = to_edge_transform_and_lower(ep, partitioner=_partitioners(backend))
+        stats = delegation_stats(edge)
+        program = edge.to_executorch()
+    stats = {"backend": backend, "precision": precision,
+             "quantization": (f"dynamic int8 (XNNPACKQuantizer, per-channel weights, ops: {int8_ops})"
+                              if precision == "int8" else None),
+             "attention": "eager", "rewrites": [r["name"] for r in report],
+             "input_shape": [1, 3, height, width], "output_shape": [1, height, width], **stats}
+    return program, stats
+
+
+def export_executorch(module, height: int, width: int, out_path: str, backend: str = "xnnpack",
+                      precision: str = "fp32", *, rewrites=DEFAULT_REWRITES, int8_ops: str = "linear",
+                      verbose: bool = False) -> dict:
+    """Export ``module`` (a DepthModule or the HF model) to ``out_path`` (.pte, atomically); returns the export stats:
+
+    backend, precision, quantization, rewrites, input/output shapes, delegated_subgraphs {backend id: n},
+    delegated_nodes, non_delegated_nodes, non_delegated_ops {op: n}, fully_delegated, bytes, export_s, path.
+    """
+    t0 = time.perf_counter()
+    program, stats = lower(module, height, width, backend, precision, rewrites=rewrites, int8_ops=int8_ops,
+                           verbose=verbose)
+    with atomic_path(out_path) as tmp, open(tmp, "wb") as f:
+        program.write_to_file(f)
+    stats["bytes"] = os.path.getsize(out_path)
+    stats["export_s"] = round(time.perf_counter() - t0, 2)
+    stats["path"] = out_path
+    return stats
+
+
+def export(module, height: int, width: int, out_dir: str, backends=("xnnpack",), precisions=("fp32",), *,
+           rewrites=DEFAULT_REWRITES, verbose: bool = False, progress=None) -> dict[tuple[str, str], dict]:
+    """Export every (backend, precision) pair that exists (INT8: xnnpack only) to ``out_dir``.
+
+    Returns {(backend, precision): stats}; ``progress(stage_name)`` is called as each file starts.
+    """
+    progress = progress or (lambda stage: None)
+    out = {}
+    for backend in backends:
+        for precision in precisions:
+            if precision == "int8" and backend != "xnnpack":
+                continue
+            progress(f"ExecuTorch {backend} {precision.upper()} {height}x{width}")
+            path = os.path.join(out_dir, file_name(height, width, backend, precision))
+            out[(backend, precision)] = export_executorch(module, height, width, path, backend, precision,
+                                                          rewrites=rewrites, verbose=verbose)
+    return out

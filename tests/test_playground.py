@@ -1,0 +1,590 @@
+"""Browser playground (``edgedepth serve`` + web/): server, preprocessing parity, LiteRT.js on wasm and WebGPU.
+
+Headless Debian chromium through Playwright (never a downloaded browser). WebGPU runs on SwiftShader with
+``--enable-unsafe-webgpu``; without it ``requestAdapter()`` returns null (the no-adapter path). Set-up:
+``npm ci --prefix web`` (LiteRT.js) and ``pip install playwright`` (requirements.txt).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from conftest import FULL_SIZE, TINY_SIZE, rel_l2
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VECTORS = os.path.join(ROOT, "tests", "vectors")
+WEB = os.path.join(ROOT, "web")
+CHROMIUM = "/usr/bin/chromium"
+BASE_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-quic", "--no-first-run"]
+WEBGPU_ARGS = ["--enable-unsafe-webgpu"]
+PHOTO = os.path.join(VECTORS, "rgb_97x61.png")
+
+
+def _prerequisites() -> str | None:
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -r requirements.txt)"
+    if not os.path.exists(CHROMIUM):
+        return f"{CHROMIUM} is missing (apt-get install chromium)"
+    if not os.path.isdir(os.path.join(WEB, "node_modules", "@litertjs", "core", "wasm")):
+        return "LiteRT.js is not installed: run `npm ci --prefix web`"
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _require_browser_stack():
+    problem = _prerequisites()
+    if problem:
+        pytest.fail(f"playground tests cannot run: {problem}", pytrace=False)
+
+
+# ---------------------------------------------------------------------------------------------------- release folders
+
+def _write_release(folder: str, paths: dict[str, str], size: tuple[int, int], *, gpu_check: bool = True) -> dict:
+    """Copy .tflite files into ``folder`` and write its manifest.json (schema of edgedepth.manifest)."""
+    from edgedepth import manifest as mf
+    from edgedepth.inspect import describe
+    from edgedepth.inspect import gpu_check as run_gpu_check
+
+    os.makedirs(folder, exist_ok=True)
+    entries = []
+    for precision, src in paths.items():
+        name = os.path.basename(src)
+        dst = os.path.join(folder, name)
+        if os.path.abspath(src) != os.path.abspath(dst):
+            shutil.copyfile(src, dst)
+        delegated = run_gpu_check(dst)["fully_delegated"] if gpu_check else None
+        entries.append(mf.file_entry(folder, name, format="tflite", precision=precision, size=f"{size[0]}x{size[1]}",
+                                     **mf.io_contract(*size), ops=describe(dst)["ops"], gpu_fully_delegated=delegated))
+    mf.write(folder, {"name": "playground-test", "files": entries})
+    return {e["precision"]: e for e in entries}
+
+
+@pytest.fixture(scope="module")
+def tiny_release(tmp_path_factory, tiny_plain_export):
+    """synthetic-tiny 56x70, plain conversion, FP32 + INT8 (not fully GPU-delegated: BROADCAST_TO, GATHER_ND)."""
+    folder = str(tmp_path_factory.mktemp("pg_tiny"))
+    entries = _write_release(folder, dict(tiny_plain_export), TINY_SIZE)
+    return {"folder": folder, "entries": entries,
+            "paths": {p: os.path.join(folder, e["path"]) for p, e in entries.items()}}
+
+
+@pytest.fixture(scope="module")
+def gpu_release(tmp_path_factory, tiny_ckpt):
+    """synthetic-tiny 56x70 after edgedepth's GPU rewrites: fully delegated to LiteRT's GPU accelerator."""
+    from edgedepth.checkpoint import DepthModule
+    from edgedepth.targets import litert
+
+    try:
+        from edgedepth.rewrites import apply_rewrites
+    except ImportError as e:  # the rewrites are developed separately
+        pytest.skip(f"edgedepth.rewrites unavailable: {e}")
+    work = str(tmp_path_factory.mktemp("pg_gpu_export"))
+    model, _ = apply_rewrites(tiny_ckpt.model, *TINY_SIZE)
+    paths = litert.export(DepthModule(model), *TINY_SIZE, work, ("fp32",))
+    folder = str(tmp_path_factory.mktemp("pg_gpu"))
+    entries = _write_release(folder, paths, TINY_SIZE)
+    return {"folder": folder, "entries": entries, "paths": {"fp32": os.path.join(folder, entries["fp32"]["path"])}}
+
+
+# ---------------------------------------------------------------------------------------------------- server + browser
+
+@pytest.fixture
+def serve_folder():
+    """serve_folder(folder) -> base URL of a running playground server (stopped after the test)."""
+    from edgedepth.serve import make_server, start_in_thread, url_of
+
+    servers = []
+
+    def start(folder: str) -> str:
+        srv = make_server(folder, port=0)
+        start_in_thread(srv)
+        servers.append(srv)
+        return url_of(srv)
+
+    yield start
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.fixture(scope="module")
+def pw():
+    from playwright.sync_api import sync_playwright
+
+    p = sync_playwright().start()
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(pw):
+    """Chromium with WebGPU enabled (SwiftShader here)."""
+    b = pw.chromium.launch(executable_path=CHROMIUM, args=BASE_ARGS + WEBGPU_ARGS)
+    yield b
+    b.close()
+
+
+class Page:
+    """A page of the playground in a fresh browser context (empty Cache Storage), with its requests and console."""
+
+    def __init__(self, browser, url: str, **context_kw):
+        self.context = browser.new_context(**context_kw)
+        self.page = self.context.new_page()
+        self.requests: list[str] = []
+        self.console: list[str] = []
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+        self.page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
+        self.goto(url)
+
+    def goto(self, url: str) -> None:
+        self.page.goto(url)
+        self.wait("window.edgedepth && window.edgedepth.state !== 'starting'", 60)
+
+    def state(self) -> dict:
+        return self.page.evaluate("""() => { const E = window.edgedepth || {};
+            return {state: E.state, backend: E.backend, backendReason: E.backendReason, adapter: E.adapter,
+                    source: E.source, downloads: E.downloads, runs: E.runs, errors: E.errors, messages: E.messages,
+                    lastLatencyMs: E.lastLatencyMs, webcam: E.webcam}; }""")
+
+    def wait(self, expr: str, timeout_s: float = 120) -> None:
+        try:
+            self.page.wait_for_function(expr, timeout=timeout_s * 1000)
+        except Exception as e:
+            raise AssertionError(f"timed out waiting for {expr!r}: {e}\nstate: {self.state()}\nconsole (last 25):\n"
+                                 + "\n".join(self.console[-25:])) from None
+
+    def run_photo(self, path: str = PHOTO, timeout_s: float = 120) -> dict:
+        runs = self.page.evaluate("edgedepth.runs")
+        self.page.set_input_files("#file", path)
+        self.wait(f"edgedepth.runs > {runs} || edgedepth.state === 'error'", timeout_s)
+        st = self.state()
+        assert st["state"] != "error", st
+        return st
+
+    def array(self, name: str) -> np.ndarray:
+        b64 = self.page.evaluate(f"""() => {{ const a = window.edgedepth.{name};
+            const u = new Uint8Array(a.buffer, a.byteOffset, a.byteLength); let s = '';
+            for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode.apply(null, u.subarray(i, i + 0x8000));
+            return btoa(s); }}""")
+        return np.frombuffer(base64.b64decode(b64), dtype="<f4")
+
+    def messages_text(self) -> str:
+        return self.page.inner_text("#messages")
+
+    def tflite_requests(self) -> list[str]:
+        return [u for u in self.requests if u.split("?")[0].endswith(".tflite")]
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def open_page(browser):
+    pages = []
+
+    def make(url: str, b=None, **kw) -> Page:
+        p = Page(b or browser, url, **kw)
+        pages.append(p)
+        return p
+
+    yield make
+    for p in pages:
+        p.close()
+
+
+def _python_reference(path: str, x: np.ndarray) -> np.ndarray:
+    from edgedepth.runtimes.litert import LiteRTRunner
+
+    runner = LiteRTRunner(path, backend="cpu", threads=2)
+    try:
+        return runner.run(x.reshape(runner.input_shape))
+    finally:
+        runner.close()
+
+
+def _python_input(path: str, size: tuple[int, int]) -> np.ndarray:
+    from edgedepth.preprocess import load_and_preprocess
+
+    return load_and_preprocess(path, size)[0]
+
+
+# ---------------------------------------------------------------------------------------------------- the server
+
+def test_serve_errors_are_one_line(tmp_path, tiny_release):
+    from edgedepth.errors import EdgedepthError
+    from edgedepth.serve import main, make_server
+
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "empty").mkdir()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "manifest.json").write_text("{not json")
+    cases = {
+        str(tmp_path / "nope"): "does not exist",
+        str(tmp_path / "file.txt"): "is not a folder",
+        str(tmp_path / "empty"): "has no manifest.json",
+        str(bad): "not valid JSON",
+    }
+    for folder, words in cases.items():
+        with pytest.raises(EdgedepthError, match=words) as e:
+            make_server(folder, port=0)
+        assert "\n" not in str(e.value)
+    with pytest.raises(EdgedepthError, match="loopback"):
+        make_server(tiny_release["folder"], port=0, host="0.0.0.0")
+    with socket.socket() as s:  # a port in use
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        with pytest.raises(EdgedepthError, match=f"port {port} .* already in use"):
+            make_server(tiny_release["folder"], port=port)
+    assert main([str(tmp_path / "nope"), "--port", "0"]) == 2
+
+
+def test_serve_mime_types_and_isolation_headers(tiny_release, serve_folder):
+    url = serve_folder(tiny_release["folder"])
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    fp32 = tiny_release["entries"]["fp32"]["path"]
+
+    def get(path: str, method: str = "GET"):
+        c = http.client.HTTPConnection(host, int(port), timeout=10)
+        c.request(method, path)
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        return r.status, dict(r.getheaders()), body
+
+    expected = {"/": "text/html", "/app.js": "text/javascript", "/preprocess.js": "text/javascript",
+                "/release/manifest.json": "application/json", f"/release/{fp32}": "application/octet-stream",
+                "/vendor/@litertjs/core/dist/index.js": "text/javascript",
+                "/vendor/@litertjs/core/wasm/litert_wasm_threaded_internal.wasm": "application/wasm",
+                "/vendor/@litertjs/wasm-utils/dist/index.js": "text/javascript"}
+    for path, ctype in expected.items():
+        status, headers, body = get(path)
+        assert status == 200, path
+        assert headers["Content-Type"].startswith(ctype), (path, headers["Content-Type"])
+        assert headers["Cross-Origin-Opener-Policy"] == "same-origin"
+        assert headers["Cross-Origin-Embedder-Policy"] == "require-corp"
+        assert int(headers["Content-Length"]) == len(body)
+    status, headers, body = get(f"/release/{fp32}", "HEAD")
+    assert status == 200 and body == b"" and int(headers["Content-Length"]) == tiny_release["entries"]["fp32"]["bytes"]
+    # Only manifest.json and the files it lists; nothing outside web/ and the two LiteRT.js packages.
+    open(os.path.join(tiny_release["folder"], "secret.txt"), "w").write("no")
+    try:
+        for path in ("/release/secret.txt", "/release/../../../etc/passwd", "/release/%2e%2e/%2e%2e/etc/passwd",
+                     "/../pyproject.toml", "/node_modules/@litertjs/core/package.json", "/vendor/@litertjs/core/README.md",
+                     "/vendor/other/x.js", "/package-lock.json", "/nope.html"):
+            assert get(path)[0] == 404, path
+    finally:
+        os.remove(os.path.join(tiny_release["folder"], "secret.txt"))
+
+
+# ---------------------------------------------------------------------------------------------------- preprocessing
+
+def _vectors() -> list[dict]:
+    with open(os.path.join(VECTORS, "index.json")) as f:
+        return json.load(f)["cases"]
+
+
+def test_vectors_match_python_preprocess():
+    """The committed vectors are what edgedepth.preprocess (Pillow as pinned) gives today."""
+    from edgedepth.preprocess import load_image, preprocess
+
+    from PIL import Image
+
+    for case in _vectors():
+        img = load_image(os.path.join(VECTORS, case["image"]))
+        h, w = case["size"]
+        rgb = np.asarray(img.resize((w, h), Image.Resampling.BICUBIC), dtype=np.uint8)
+        x = preprocess(img, (h, w))
+        assert [img.height, img.width] == case["image_size"]
+        assert hashlib.sha256(rgb.tobytes()).hexdigest() == case["uint8_sha256"], case["image"]
+        assert hashlib.sha256(x.astype("<f4").tobytes()).hexdigest() == case["tensor_sha256"], case["image"]
+        if "tensor" in case:
+            ref = np.fromfile(os.path.join(VECTORS, case["tensor"]), dtype="<f4").reshape(x.shape)
+            assert np.array_equal(ref, x)
+
+
+def test_browser_preprocessing_is_bit_exact(tiny_release, serve_folder, open_page):
+    """web/preprocess.js (decode + Pillow bicubic + normalise) reproduces every vector exactly, both pass orders."""
+    p = open_page(serve_folder(tiny_release["folder"]))
+    for case in _vectors():
+        data = base64.b64encode(open(os.path.join(VECTORS, case["image"]), "rb").read()).decode()
+        h, w = case["size"]
+        got = p.page.evaluate("""async ({data, h, w}) => {
+            const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+            const img = await edgedepth.decodeImage(new Blob([bytes], {type: 'image/png'}));
+            const {rgb, tensor} = edgedepth.preprocessRGBA(img.data, img.width, img.height, h, w);
+            const hex = async (a) => Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', a)),
+                                                (b) => b.toString(16).padStart(2, '0')).join('');
+            const small = h * w <= 56 * 70;
+            return {size: [img.height, img.width], u8: await hex(rgb), f32: await hex(tensor),
+                    rgb: small ? Array.from(rgb) : null, tensor: small ? Array.from(tensor) : null};
+        }""", {"data": data, "h": h, "w": w})
+        name = case["image"]
+        assert got["size"] == case["image_size"], name
+        if "uint8" in case:
+            ref = np.fromfile(os.path.join(VECTORS, case["uint8"]), dtype=np.uint8)
+            diff = np.abs(np.asarray(got["rgb"], np.int16) - ref.astype(np.int16))
+            assert diff.max() == 0, f"{name}: uint8 max diff {diff.max()} at {int(diff.argmax())}"
+        if "tensor" in case:
+            ref = np.fromfile(os.path.join(VECTORS, case["tensor"]), dtype="<f4")
+            err = float(np.abs(np.asarray(got["tensor"], np.float32) - ref).max())
+            assert err <= 1e-6, f"{name}: tensor max abs diff {err}"
+        assert got["u8"] == case["uint8_sha256"], f"{name}: uint8 image differs from Pillow"
+        assert got["f32"] == case["tensor_sha256"], f"{name}: float32 tensor differs from edgedepth.preprocess"
+
+
+def test_browser_decodes_jpeg_and_exif_like_pil(tmp_path, tiny_release, serve_folder, open_page):
+    """Decoding is the browser's, not ours: on JPEG (matplotlib's Grace Hopper photo, and a re-encoded one rotated by
+    EXIF orientation 6) it matches PIL + exif_transpose (measured: identical; allowed: 2 levels)."""
+    from PIL import Image
+
+    from edgedepth.preprocess import load_image
+    from edgedepth.samples import sample_photo
+
+    rotated = tmp_path / "exif6.jpg"
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.open(os.path.join(VECTORS, "rgb_40x120.png")).save(rotated, quality=92, exif=exif)
+    p = open_page(serve_folder(tiny_release["folder"]))
+    for path in (sample_photo(), str(rotated)):
+        data = base64.b64encode(open(path, "rb").read()).decode()
+        got = p.page.evaluate("""async (data) => {
+            const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+            const img = await edgedepth.decodeImage(new Blob([bytes], {type: 'image/jpeg'}));
+            let s = '';
+            for (let i = 0; i < img.data.length; i += 0x8000) {
+                s += String.fromCharCode.apply(null, img.data.subarray(i, i + 0x8000));
+            }
+            return {h: img.height, w: img.width, rgba: btoa(s)}; }""", data)
+        ref = np.asarray(load_image(path), np.int16)
+        rgb = np.frombuffer(base64.b64decode(got["rgba"]), np.uint8).reshape(got["h"], got["w"], 4)[..., :3]
+        assert rgb.shape == ref.shape, (path, rgb.shape, ref.shape)
+        assert np.abs(rgb.astype(np.int16) - ref).max() <= 2, path
+
+
+def test_browser_colormap_matches_predict(tiny_release, serve_folder, open_page):
+    from edgedepth.predict import colorize
+
+    p = open_page(serve_folder(tiny_release["folder"]))
+    rng = np.random.default_rng(3)
+    for depth in (rng.standard_normal(4096).astype(np.float32) * 3 + 1,
+                  np.linspace(-2, 5, 1000, dtype=np.float32), np.full(64, 0.7, np.float32)):
+        got = p.page.evaluate("(d) => Array.from(edgedepth.colorizeDepth(Float32Array.from(d)))", depth.tolist())
+        rgba = np.asarray(got, np.uint8).reshape(-1, 4)
+        assert (rgba[:, 3] == 255).all()
+        np.testing.assert_array_equal(rgba[:, :3], colorize(depth.reshape(1, -1))[0])
+
+
+# ---------------------------------------------------------------------------------------------------- inference
+
+def test_wasm_matches_ai_edge_litert_and_draws_the_depth_map(tiny_release, serve_folder, open_page, tmp_path):
+    """FP32 on wasm: same input as Python (exact), output within 1e-5 rel-L2 of ai_edge_litert CPU; canvas colours."""
+    from PIL import Image
+
+    from edgedepth.predict import colorize
+
+    base = serve_folder(tiny_release["folder"])
+    entry = tiny_release["entries"]["fp32"]
+    p = open_page(f"{base}?backend=wasm&artifact={entry['path']}")
+    st = p.run_photo()
+    assert st["backend"] == "wasm" and st["source"] == "network" and not st["errors"], st
+    assert st["lastLatencyMs"] > 0
+    x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
+    np.testing.assert_array_equal(x, _python_input(PHOTO, TINY_SIZE))
+    y = p.array("lastOutput").reshape(1, *TINY_SIZE)
+    ref = _python_reference(tiny_release["paths"]["fp32"], x)
+    assert rel_l2(y, ref) <= 1e-5, rel_l2(y, ref)
+    assert "ms per inference on wasm" in p.page.inner_text("#st-latency")
+    # The depth canvas holds exactly predict.colorize(output); the screenshot is far from blank.
+    pixels = p.page.evaluate("""() => { const c = document.getElementById('depth');
+        return Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data); }""")
+    rgba = np.asarray(pixels, np.uint8).reshape(*TINY_SIZE, 4)
+    np.testing.assert_array_equal(rgba[..., :3], colorize(y[0]))
+    shot = tmp_path / "depth.png"
+    p.page.locator("#depth").screenshot(path=str(shot))
+    colours = len(np.unique(np.asarray(Image.open(shot).convert("RGB")).reshape(-1, 3), axis=0))
+    assert colours >= 200, f"depth canvas looks blank: {colours} distinct colours"
+    # Everything came from the local server: no CDN, no other host.
+    assert all(u.startswith((base, "data:", "blob:")) for u in p.requests), [u for u in p.requests if not u.startswith(base)]
+
+
+def test_int8_on_wasm_matches_ai_edge_litert(tiny_release, serve_folder, open_page):
+    entry = tiny_release["entries"]["int8"]
+    p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=wasm&artifact={entry['path']}")
+    st = p.run_photo()
+    assert st["backend"] == "wasm", st
+    x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
+    y = p.array("lastOutput").reshape(1, *TINY_SIZE)
+    ref = _python_reference(tiny_release["paths"]["int8"], x)
+    assert rel_l2(y, ref) <= 1e-3, rel_l2(y, ref)  # dynamic INT8: XNNPACK wasm vs native round differently (~1e-4)
+
+
+def test_cache_hit_on_reload_and_reverify(tiny_release, serve_folder, open_page):
+    """Second load comes from Cache Storage (no .tflite request); a corrupted cached copy is re-verified, dropped,
+    downloaded again."""
+    base = serve_folder(tiny_release["folder"])
+    url = f"{base}?backend=wasm&autoload=1"
+    p = open_page(url)
+    p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
+    assert p.state()["source"] == "network" and len(p.tflite_requests()) == 1, (p.state(), p.tflite_requests())
+    p.goto(url)
+    p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
+    st = p.state()
+    assert st["source"] == "cache" and st["downloads"] == 0 and not st["errors"], st
+    assert len(p.tflite_requests()) == 1, p.tflite_requests()
+    assert "from Cache Storage" in p.messages_text()
+    p.run_photo()
+    # Corrupt the cached bytes in place: the page must notice on the next load and fetch a good copy.
+    p.page.evaluate("""async () => { const c = await caches.open('edgedepth-models-v1');
+        for (const req of await c.keys()) { const b = new Uint8Array(await (await c.match(req)).arrayBuffer());
+            b[b.length >> 1] ^= 0xff; await c.put(req, new Response(b)); } }""")
+    p.goto(url)
+    p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
+    st = p.state()
+    assert st["state"] == "ready" and st["source"] == "network" and st["downloads"] == 1, st
+    assert len(p.tflite_requests()) == 2
+    assert "SHA-256 mismatch" in p.messages_text() and "Cache Storage copy" in p.messages_text()
+
+
+def test_tampered_file_is_refused(tmp_path, tiny_release, serve_folder, open_page):
+    folder = tmp_path / "release"
+    entry = _write_release(str(folder), {"fp32": tiny_release["paths"]["fp32"]}, TINY_SIZE, gpu_check=False)["fp32"]
+    path = folder / entry["path"]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit, after the manifest was written
+    path.write_bytes(bytes(data))
+    p = open_page(f"{serve_folder(str(folder))}?backend=wasm&artifact={entry['path']}&autoload=1")
+    p.wait("edgedepth.state === 'error' || edgedepth.state === 'ready'", 60)
+    st = p.state()
+    assert st["state"] == "error" and st["backend"] is None and st["runs"] == 0, st
+    assert any("SHA-256 mismatch" in e and "refusing" in e for e in st["errors"]), st["errors"]
+    shown = p.page.inner_text("#messages .msg.error")
+    assert "SHA-256 mismatch" in shown and entry["sha256"] in shown
+    assert p.page.evaluate("caches.open('edgedepth-models-v1').then(c => c.keys()).then(k => k.length)") == 0
+
+
+def test_webgpu_falls_back_to_wasm_when_not_fully_delegated(tiny_release, serve_folder, open_page):
+    """The plain tiny graph has BROADCAST_TO/GATHER_ND, which LiteRT's WebGPU delegate lacks: wasm, reason shown."""
+    entry = tiny_release["entries"]["fp32"]
+    assert entry["gpu_fully_delegated"] is False
+    p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=webgpu&artifact={entry['path']}")
+    st = p.run_photo()
+    assert st["backend"] == "wasm", st
+    assert "not fully delegated to WebGPU" in st["backendReason"], st
+    assert "swiftshader" in (st["adapter"] or "").lower(), st
+    assert "not fully delegated to WebGPU" in p.page.inner_text("#st-backend")
+    assert "Running on wasm" in p.messages_text()
+    x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
+    assert rel_l2(p.array("lastOutput"), _python_reference(tiny_release["paths"]["fp32"], x).ravel()) <= 1e-5
+
+
+def test_auto_prefers_wasm_over_a_software_adapter(tiny_release, serve_folder, open_page):
+    p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=auto&autoload=1")
+    p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
+    st = p.state()
+    assert st["backend"] == "wasm" and "software fallback adapter" in st["backendReason"], st
+    assert "software fallback adapter" in p.page.inner_text("#st-adapter")
+
+
+def test_webgpu_runs_the_gpu_optimised_graph(gpu_release, serve_folder, open_page):
+    """A fully delegated graph runs on WebGPU (SwiftShader), FP32 precision requested; parity with CPU LiteRT."""
+    p = open_page(f"{serve_folder(gpu_release['folder'])}?backend=webgpu")
+    st = p.run_photo(timeout_s=180)
+    assert st["backend"] == "webgpu" and st["backendReason"] is None and not st["errors"], st
+    assert "swiftshader" in st["adapter"].lower()
+    assert p.page.inner_text("#st-backend").startswith("WebGPU")
+    x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
+    err = rel_l2(p.array("lastOutput"), _python_reference(gpu_release["paths"]["fp32"], x).ravel())
+    assert err <= 1e-5, err  # measured 2.7e-7: FP32 compute on SwiftShader
+
+
+def test_no_webgpu_adapter_falls_back_to_wasm(pw, tiny_release, serve_folder, open_page):
+    b = pw.chromium.launch(executable_path=CHROMIUM, args=BASE_ARGS)  # no --enable-unsafe-webgpu: no adapter
+    try:
+        p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=webgpu", b=b)
+        st = p.run_photo()
+        assert st["backend"] == "wasm" and st["adapter"] is None, st
+        assert "no WebGPU adapter" in st["backendReason"], st
+        assert "no WebGPU adapter" in p.page.inner_text("#st-backend")
+        p.close()
+    finally:
+        b.close()
+
+
+def test_webcam_runs_on_a_fake_camera_and_reports_a_missing_one(pw, tiny_release, serve_folder, open_page):
+    base = serve_folder(tiny_release["folder"])
+    b = pw.chromium.launch(executable_path=CHROMIUM, args=BASE_ARGS + [
+        "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"])
+    try:
+        p = open_page(f"{base}?backend=wasm", b=b)
+        p.page.click("#webcam")
+        p.wait("edgedepth.runs >= 2 || edgedepth.state === 'error'", 60)
+        assert p.state()["webcam"] == "running" and not p.state()["errors"], p.state()
+        p.page.click("#webcam")
+        p.wait("edgedepth.webcam === 'stopped'", 10)
+        p.close()
+    finally:
+        b.close()
+    # The default browser has no camera (and no permission to ask): a visible message, not a blank page.
+    p = open_page(f"{base}?backend=wasm")
+    p.page.click("#webcam")
+    p.wait("typeof edgedepth.webcam === 'string'", 20)
+    st = p.state()
+    assert st["webcam"] not in ("running", "stopped"), st
+    assert "Webcam:" in p.messages_text()
+
+
+def test_page_reports_an_unreadable_release(tiny_release, serve_folder, open_page):
+    p = open_page(f"{serve_folder(tiny_release['folder'])}?release=./nowhere/")
+    st = p.state()
+    assert st["state"] == "error" and "Cannot read the release folder" in p.page.inner_text("#messages .msg.error"), st
+
+
+# ---------------------------------------------------------------------------------------------------- full size
+
+@pytest.fixture(scope="module")
+def full_fp32_release(tmp_path_factory):
+    """EDGEDEPTH_PLAYGROUND_MODEL (a 518x686 .tflite) or a fresh export of load_checkpoint('synthetic') at 518x686."""
+    given = os.environ.get("EDGEDEPTH_PLAYGROUND_MODEL")
+    if given:
+        path = given
+    else:
+        from edgedepth.checkpoint import DepthModule, load_checkpoint
+        from edgedepth.targets import litert
+
+        work = str(tmp_path_factory.mktemp("pg_full_export"))
+        path = litert.export(DepthModule(load_checkpoint("synthetic", quiet=True).model), *FULL_SIZE, work,
+                             ("fp32",))["fp32"]
+    folder = str(tmp_path_factory.mktemp("pg_full"))
+    entries = _write_release(folder, {"fp32": path}, FULL_SIZE, gpu_check=False)
+    return {"folder": folder, "entry": entries["fp32"], "path": os.path.join(folder, entries["fp32"]["path"])}
+
+
+@pytest.mark.slow
+def test_full_size_fp32_on_wasm(full_fp32_release, serve_folder, open_page):
+    """The 99 MB FP32 file: streamed download, SHA-256, wasm inference, parity with ai_edge_litert CPU."""
+    p = open_page(f"{serve_folder(full_fp32_release['folder'])}?backend=wasm")
+    t = time.perf_counter()
+    st = p.run_photo(os.path.join(VECTORS, "rgb_160x120.png"), timeout_s=300)
+    assert st["backend"] == "wasm" and not st["errors"], st
+    x = p.array("lastInput").reshape(1, 3, *FULL_SIZE)
+    np.testing.assert_array_equal(x, _python_input(os.path.join(VECTORS, "rgb_160x120.png"), FULL_SIZE))
+    err = rel_l2(p.array("lastOutput"), _python_reference(full_fp32_release["path"], x).ravel())
+    assert err <= 1e-5, err
+    print(f"full-size FP32 wasm: load+first inference {time.perf_counter() - t:.1f} s, "
+          f"inference {st['lastLatencyMs']:.0f} ms")
