@@ -132,6 +132,55 @@ def section_h200(L):
         L.append("")
 
 
+def section_executorch(L):
+    e = load("executorch.json")
+    if not e:
+        return
+    L += ["## ExecuTorch (`benchmarks/executorch_measure.py`, full synthetic model)", "",
+          f"executorch {e['executorch']}, torch {e['torch']}; latency: {e['threads']} threads, median of {e['iters']} "
+          f"calls after {e['warmup']} warm-ups (sequential); the interleaved re-run below is the one to compare variants "
+          "with. rel-L2 vs PyTorch eager on one seeded input.", "",
+          "| size | variant | backend | precision | delegated / outside nodes | fully delegated | MB | rel-L2 | median ms |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    for size, variants in e["sizes"].items():
+        for name, v in variants.items():
+            if not isinstance(v, dict):
+                L.append(f"| {size} | {name.replace('_', ' ')}: **{v}** | | | | | | | |")
+                continue
+            if name == "pytorch-eager":
+                L.append(f"| {size} | PyTorch eager | – | fp32 | – | – | – | – | {v['latency']['median_ms']:.0f} |")
+                continue
+            lat = v.get("latency", {}).get("median_ms")
+            rel = v.get("rel_l2_vs_pytorch")
+            L.append(f"| {size} | {name} | {v.get('backend')} | {v.get('precision')} | {v.get('delegated_nodes')} / "
+                     f"{v.get('non_delegated_nodes')} | {'yes' if v.get('fully_delegated') else 'no'} | "
+                     f"{v.get('bytes', 0) / 1e6:.1f} | {'–' if rel is None else f'{rel:.2e}'} | "
+                     f"{'not runnable here' if lat is None else f'{lat:.0f}'} |")
+    for size in ("518x686", "224x224"):
+        b = load(f"executorch_interleaved_{size}.json")
+        if b:
+            b = {"backend": "cpu", "input_shape": size, **b}
+            b.setdefault("environment", {"threads": e["threads"], "cpu": "this machine"})
+            L += ["", f"Interleaved, {size}:", "", bench_markdown(b)]
+    L += ["", "WebGPU/Vulkan `.pte` files lower to one Vulkan-delegated subgraph (the WebGPU partitioner is a thin wrapper: "
+          "the two files are byte-identical); the ExecuTorch Python runtime registers only XNNPACK, so they cannot be run "
+          "here.", ""]
+
+
+def section_playground(L):
+    pl = load("playground_latency.json")
+    if not pl:
+        return
+    L += ["## Browser: LiteRT.js wasm vs Python ai_edge_litert CPU (`benchmarks/playground_latency.py`)", "",
+          pl["method"] + ".", "", "| file | LiteRT.js wasm median ms (p25–p75) | ai_edge_litert CPU median ms (p25–p75) | "
+          "ratio | rel-L2 between them |", "|---|---|---|---|---|"]
+    for n, r in pl["files"].items():
+        a, b = r["litertjs_wasm_median_ms"], r["ai_edge_litert_cpu_median_ms"]
+        L.append(f"| `{n}` | {a:.0f} ({r['litertjs_p25_p75'][0]:.0f}–{r['litertjs_p25_p75'][1]:.0f}) | {b:.0f} "
+                 f"({r['py_p25_p75'][0]:.0f}–{r['py_p25_p75'][1]:.0f}) | {a / b:.1f}× | {r['rel_l2']:.1e} |")
+    L.append("")
+
+
 def readme_summary() -> list[str]:
     """The few headline numbers the README shows, generated from the same JSON."""
     S = []
@@ -193,6 +242,8 @@ def main():
     section_parity(L, "parity_cpu.json", "Parity vs PyTorch on CPU (default image set)", "docs/parity_cpu.png")
     section_parity(L, "parity_swiftshader.json", "Parity vs PyTorch on the GPU accelerator (SwiftShader, CPU machine)")
     section_h200(L)
+    section_executorch(L)
+    section_playground(L)
     for extra in sorted(f for f in os.listdir(R) if f.startswith("extra_") and f.endswith(".md")):
         L += [open(os.path.join(R, extra)).read(), ""]
     with open(OUT, "w") as f:

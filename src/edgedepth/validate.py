@@ -102,7 +102,11 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
                     inputs[key] = preprocess(it.load(), size)
                 x = inputs[key]
                 ref = refs.get(size, it, x)
-                y = runner.run(x)
+                try:
+                    y = runner.run(x)
+                except (RuntimeError, EdgedepthError) as e:  # a runtime failing mid-run is a result, not a crash
+                    row.update(status="run_failed", error=f"on {it.id}: {' '.join(str(e).split())}")
+                    break
                 if not np.all(np.isfinite(y)):
                     row["flags"].append(f"non-finite output on {it.id}")
                 acc.add(y, ref)
@@ -115,6 +119,9 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
                 if progress:
                     progress(1)
             runner.close()
+            if row["status"] != "ok":
+                results.append(row)
+                continue
             row["metrics"] = acc.summary()
             row["per_image_rel_l2"] = {it.id: float(v) for it, v in zip(items, acc.per_image)}
             if backend != "cpu" and cpu_digests:
