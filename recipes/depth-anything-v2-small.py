@@ -14,6 +14,8 @@ RECIPE = {
     "sizes": ["518x686", "686x518", "518x518", "392x518", "256x256", "224x224"],
     "rewrites": "default",                      # edgedepth.rewrites.PIPELINE, exact rewrites only
     "litert": {"precisions": ["fp32", "int8"]},
+    # ExecuTorch: the 224x224 preset mirrors the published WebGPU .pte; XNNPACK runs here, WebGPU is lowering only
+    "executorch": {"sizes": ["224x224"], "backends": ["xnnpack", "webgpu"], "precisions": ["fp32"]},
     "parity": {"images": 8, "backend": "cpu"},  # from the default bundled image set (deterministic)
     # committed benchmark data; latency rows are embedded only for files whose sha256 matches a timed file
     "latency_data": ["benchmarks/results/release_cpu_latency.json"],

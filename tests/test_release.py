@@ -41,6 +41,10 @@ def test_release_contents(two_builds):
     assert m["schema_version"] == 1
     paths = {f["path"] for f in m["files"]}
     assert {"README.md", "LICENSE", "NOTICE"} <= paths
+    ptes = [f for f in m["files"] if f.get("format") == "pte"]
+    assert {(f["backend"], f["size"]) for f in ptes} == {("xnnpack", "224x224"), ("webgpu", "224x224")}
+    assert all(f["delegation"]["fully_delegated"] for f in ptes if f["backend"] == "webgpu")
+    assert next(f for f in ptes if f["backend"] == "xnnpack")["parity_cpu"]["pooled_rel_l2"] <= 1e-6
     tfl = [f for f in m["files"] if f.get("format") == "tflite"]
     assert {f["precision"] for f in tfl} == {"fp32", "int8"}
     for f in tfl:

@@ -59,10 +59,15 @@ def render_model_card(m: dict) -> str:
               f"{n['mean']}, divided by std {n['std']}, {i['layout']}; resize the photo to H×W ({n['resize']}) |",
               f"| output | `{o['name']}` | `[1, H, W]` | {o['dtype']} | {o['semantics']} |", "",
               "Signature `serving_default`. Resize the output back to the photo's size for display.", ""]
-    L += ["## Files", "", "| file | size | precision | input H×W | ops | fully on GPU | SHA-256 |",
+    L += ["## Files", "", "| file | size | precision | input H×W | ops | fully on GPU / delegation | SHA-256 |",
           "|---|---|---|---|---|---|---|"]
     for f in models:
-        gpu = {True: "yes", False: "**no**", None: "not checked"}[f.get("gpu_fully_delegated")]
+        if f["format"] == "pte":
+            d = f["delegation"]
+            gpu = (f"{f['backend']}: all {d['delegated_nodes']} nodes delegated" if d["fully_delegated"] else
+                   f"{f['backend']}: {d['delegated_nodes']} delegated, {d['non_delegated_nodes']} on portable kernels")
+        else:
+            gpu = {True: "yes", False: "**no**", None: "not checked"}[f.get("gpu_fully_delegated")]
         L.append(f"| `{f['path']}` | {_mb(f['bytes'])} | {f['precision']} | {f['size']} | {f.get('ops', '–')} | {gpu} | "
                  f"`{f['sha256']}` |")
     L += [""]

@@ -123,6 +123,9 @@ def build(recipe: dict, recipe_sha256: str, out_dir: str, *, model: str | None =
                 fe = mf.file_entry(staging, rel, **entry)
                 fe["latency"] = latency.get(fe["sha256"], [])
                 entries.append(fe)
+        et_cfg = recipe.get("executorch")
+        if et_cfg:
+            entries += _executorch_entries(et_cfg, ckpt, reference, items, staging, step)
         step("manifest, model card, license")
         manifest = {
             "name": recipe["name"],
@@ -154,6 +157,35 @@ def build(recipe: dict, recipe_sha256: str, out_dir: str, *, model: str | None =
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _executorch_entries(cfg: dict, ckpt, reference, items, staging: str, step) -> list[dict]:
+    """ExecuTorch .pte files per the recipe; XNNPACK files get CPU parity (the runtime here runs only XNNPACK)."""
+    from .preprocess import parse_size
+    from .targets import executorch as et
+    from .validate import validate
+
+    entries = []
+    for text in cfg["sizes"]:
+        h, w = parse_size(text)
+        step(f"ExecuTorch {text}: {', '.join(cfg['backends'])}")
+        stats = et.export(ckpt.model, h, w, staging, cfg["backends"], cfg["precisions"])
+        for (backend, precision), st in sorted(stats.items()):
+            rel = os.path.basename(st["path"])
+            entry = {"format": "pte", "runtime": "executorch", "backend": backend, "precision": precision, "size": text,
+                     **mf.io_contract(h, w, "pixel_values", "depth"),
+                     "delegation": {"subgraphs": st["delegated_subgraphs"], "delegated_nodes": st["delegated_nodes"],
+                                    "non_delegated_nodes": st["non_delegated_nodes"],
+                                    "fully_delegated": st["fully_delegated"]},
+                     "quantization": st.get("quantization"),
+                     "recommended_runtime_options": {
+                         "runtime": "executorch.runtime (Python/C++), XNNPACK" if backend == "xnnpack"
+                         else "ExecuTorch WebGPU/Vulkan runtime (delegate id VulkanBackend); not runnable in Python"}}
+            if backend == "xnnpack" and items:
+                (row,) = validate([st["path"]], ["cpu"], reference, items)
+                entry["parity_cpu"] = _round_metrics(row["metrics"])
+            entries.append(mf.file_entry(staging, rel, **entry) | {"latency": []})
+    return entries
 
 
 def _text_entries(folder: str) -> list[dict]:
