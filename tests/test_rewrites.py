@@ -74,6 +74,8 @@ BIT_EXACT = {"drop_attention_mask", "freeze_position_embedding", "fold_attention
 
 @pytest.mark.parametrize("idx", range(len(PIPELINE)), ids=[r.name for r in PIPELINE])
 def test_rewrite_parity_and_purity(tiny, x_tiny, idx):
+    if PIPELINE[idx].name == "fp16_safe":
+        pytest.skip("data-driven: a no-op on a model that fits FP16; see tests/test_fp16.py")
     rw = PIPELINE[idx]
     prefix = [r.name for r in PIPELINE[:idx]]
     before, _ = apply_rewrites(tiny, TINY_H, TINY_W, names=prefix)

@@ -168,6 +168,10 @@ def _load_pretrained(path_or_id: str, revision: str | None, source: str) -> Chec
 
 def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False) -> Checkpoint:
     """Load ``synthetic``, ``synthetic-tiny``, a local HF folder, or ``HF_ID[@REVISION]``."""
+    if spec.endswith("-fp16-stress") and spec[: -len("-fp16-stress")] in _ARCH:   # see edgedepth.ranges
+        from .ranges import stress_checkpoint
+
+        return stress_checkpoint(load_checkpoint(spec[: -len("-fp16-stress")], quiet=quiet))
     if spec in _ARCH:
         ckpt = load_synthetic(spec)
         if not quiet:

@@ -52,7 +52,9 @@ def cmd_export(args) -> int:
 
     from .targets import litert
 
-    with Stages(2 + len(precisions), enabled=not args.quiet) as stages:
+    if args.plain and args.fp16_safe:
+        raise EdgedepthError("--fp16-safe is a rewrite: it cannot be combined with --plain")
+    with Stages(2 + args.fp16_safe + len(precisions), enabled=not args.quiet) as stages:
         stages.start(f"load {args.model}")
         ckpt = load_checkpoint(args.model)
         if args.plain:
@@ -63,6 +65,12 @@ def cmd_export(args) -> int:
             from .rewrites import apply_rewrites
 
             model, report = apply_rewrites(ckpt.model, *size)
+            if args.fp16_safe:
+                from .rewrites import RewriteContext
+                from .rewrites.fp16_safe import fp16_safe
+
+                stages.start("rewrite fp16_safe (probing activation ranges)")
+                model, _ = fp16_safe(model, RewriteContext(*size))
         paths = litert.export(DepthModule(model), *size, args.out, precisions, plain=args.plain, verbose=args.verbose,
                               progress=stages.start)
     for p, path in paths.items():
@@ -71,6 +79,16 @@ def cmd_export(args) -> int:
 
 
 def cmd_inspect(args) -> int:
+    if args.ranges:
+        from .checkpoint import DEFAULT_MODEL
+        from .ranges import run_cli
+
+        if args.files:
+            raise EdgedepthError("inspect --ranges probes a checkpoint (--model), not files")
+        print(run_cli(args.model or DEFAULT_MODEL, args.size, args.images, as_json=args.json))
+        return 0
+    if not args.files:
+        raise EdgedepthError("inspect needs model file(s), or --ranges --model M")
     from . import inspect_pte
     from .inspect import format_text, inspect_file
 
@@ -272,14 +290,23 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--et-backend", default="xnnpack",
                    help="ExecuTorch backends, comma-separated: xnnpack,webgpu,vulkan; INT8 is xnnpack only (default: %(default)s)")
     e.add_argument("--plain", action="store_true", help="no graph rewrites: the baseline conversion (files *_plain)")
+    e.add_argument("--fp16-safe", action="store_true",
+                   help="LiteRT: also rescale activations by exact powers of two so they fit FP16 (for gpu-fp16)")
     e.add_argument("--verbose", action="store_true", help="show the converter's own log")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_export)
 
     i = sub.add_parser("inspect", help="ops, I/O, weights, FC variants and GPU delegation of .tflite files")
-    i.add_argument("files", nargs="+", metavar="FILE")
+    i.add_argument("files", nargs="*", metavar="FILE")
     i.add_argument("--json", action="store_true", help="print JSON")
     i.add_argument("--no-gpu", action="store_true", help="skip the GPU compile check")
+    i.add_argument("--ranges", action="store_true",
+                   help="activation ranges vs FP16 of a checkpoint (PyTorch forward hooks) instead of files")
+    i.add_argument("--model", default=None,
+                   help="with --ranges: HF_ID[@REV], a folder, synthetic[-tiny][-fp16-stress] (default: the pinned HF id)")
+    i.add_argument("--size", default="518x686", help="with --ranges: HEIGHTxWIDTH (default: %(default)s)")
+    i.add_argument("--images", type=int, default=4,
+                   help="with --ranges: photos of the default image set to probe (default: %(default)s)")
     i.set_defaults(func=cmd_inspect)
 
     r = sub.add_parser("predict", help="depth maps for photos")

@@ -20,6 +20,7 @@ from .fast_layernorm import fast_layernorm
 from .fold_attention_scale import fold_attention_scale
 from .fold_layernorm_affine import fold_layernorm_affine
 from .fold_layerscale import fold_layerscale
+from .fp16_safe import fp16_safe
 from .freeze_position_embedding import freeze_position_embedding
 from .fuse_qkv import fuse_qkv
 from .rank_preserving_fc import rank_preserving_fc
@@ -51,6 +52,7 @@ PIPELINE: list[Rewrite] = [
     _r(fold_layernorm_affine, True),
     _r(center_residual_stream, True),
     _r(rank_preserving_fc, True),
+    _r(fp16_safe, True, default=False),   # data-driven (probes calibration photos): `export --fp16-safe`; tests/test_fp16.py
 ]
 
 REWRITES = {r.name: r for r in PIPELINE}
