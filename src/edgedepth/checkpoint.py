@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from .errors import EdgedepthError
+from .fsutil import sha256_file
 
 DEFAULT_HF_ID = "depth-anything/Depth-Anything-V2-Small-hf"
 DEFAULT_REVISION = "5426e4f0f36572d16453bbda7a8389317b1bef99"
@@ -128,16 +129,6 @@ def load_synthetic(kind: str = "synthetic", seed: int = SYNTHETIC_SEED) -> Check
     return Checkpoint(model=model, source="synthetic", name=kind, seed=seed)
 
 
-def _sha256(path: str) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _load_pretrained(path_or_id: str, revision: str | None, source: str) -> Checkpoint:
     from transformers import DepthAnythingForDepthEstimation
 
@@ -162,7 +153,7 @@ def _load_pretrained(path_or_id: str, revision: str | None, source: str) -> Chec
     if folder:
         for fn in sorted(os.listdir(folder)):
             if fn.endswith((".safetensors", ".bin")):
-                files[fn] = _sha256(os.path.join(folder, fn))
+                files[fn] = sha256_file(os.path.join(folder, fn))
     return Checkpoint(model=model, source=source, name=path_or_id, revision=revision, weight_files=files)
 
 

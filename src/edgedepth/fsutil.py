@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 
@@ -46,3 +47,12 @@ def atomic_path(final: str):
 def write_bytes_atomic(final: str, data: bytes) -> None:
     with atomic_path(final) as tmp, open(tmp, "wb") as f:
         f.write(data)
+
+
+def sha256_file(path: str) -> str:
+    """SHA-256 of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -9,6 +9,7 @@ every view's spec, so two runs can be checked to have used the same inputs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 
@@ -118,14 +119,11 @@ def image_set(folder: str | None = None, limit: int | None = None) -> list[Image
     return items
 
 
-def _file_sha256(path: str, _cache={}) -> str:
-    if path not in _cache:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        _cache[path] = h.hexdigest()
-    return _cache[path]
+@functools.lru_cache(maxsize=None)
+def _file_sha256(path: str) -> str:
+    from .fsutil import sha256_file
+
+    return sha256_file(path)
 
 
 def image_set_hash(items: list[ImageItem]) -> str:

@@ -6,12 +6,11 @@ Deterministic: keys sorted, files sorted by path, no timestamps — two builds o
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
 from .errors import EdgedepthError
-from .fsutil import write_bytes_atomic
+from .fsutil import sha256_file, write_bytes_atomic  # noqa: F401  (sha256_file is part of this API)
 from .preprocess import MEAN, STD
 
 SCHEMA_VERSION = 1
@@ -22,14 +21,6 @@ UNLISTED = {MANIFEST}
 INPUT_NORMALISATION = {"color": "RGB", "scale": "1/255", "mean": list(MEAN), "std": list(STD), "resize": "bicubic",
                        "range_after": "ImageNet-normalised"}
 OUTPUT_SEMANTICS = "relative inverse depth, larger = closer"
-
-
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def io_contract(height: int, width: int, input_name: str = "args_0", output_name: str = "output_0") -> dict:

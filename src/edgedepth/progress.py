@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import sys
+import warnings
 
 
 class Stages:
@@ -29,3 +33,19 @@ class Stages:
             self._bar.update(1)
             self._bar.set_description_str("done")
         self._bar.close()
+
+
+@contextlib.contextmanager
+def quiet_output(enabled: bool = True):
+    """Silence a library's own prints, progress bars, log records and warnings while it runs (we show one bar)."""
+    if not enabled:
+        yield
+        return
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)
+        try:
+            yield
+        finally:
+            logging.disable(logging.NOTSET)

@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from .errors import EdgedepthError
+from .fsutil import sha256_file
 from .parity import ParityAccumulator
 
 FP32_SUSPECT_REL_L2 = 1e-4   # enforce_f32 GPU vs CPU beyond this: the GPU did not really compute in FP32
@@ -79,7 +80,7 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
         cpu_outputs: dict = {}
         order = sorted(backends, key=lambda b: b != "cpu")  # CPU first: the fallback/precision flags compare with it
         for backend in order:
-            row = {"artifact": os.path.basename(path), "sha256": _file_sha256(path), "backend": backend,
+            row = {"artifact": os.path.basename(path), "sha256": sha256_file(path), "backend": backend,
                    "size": list(size), "status": "ok", "error": None, "flags": [], "metrics": None}
             g = None
             if backend.startswith("gpu") and path.endswith(".tflite"):
@@ -145,11 +146,3 @@ def _mark_fp16_as_fp32(results: list[dict]) -> None:
                 r["metrics"]["pooled_rel_l2"] == f32["metrics"]["pooled_rel_l2"] and \
                 r["metrics"]["max_abs_diff"] == f32["metrics"]["max_abs_diff"]:
             r["flags"].append("same result as enforce_f32: this device computed FP32 under the default policy")
-
-
-def _file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()

@@ -25,18 +25,15 @@ opaque delegate payloads), returned by :func:`export_executorch` for manifests a
 from __future__ import annotations
 
 import collections
-import contextlib
 import copy
-import io
-import logging
 import os
 import time
-import warnings
 
 import numpy as np
 
 from ..errors import EdgedepthError
 from ..fsutil import atomic_path
+from ..progress import quiet_output as _quiet
 
 BACKENDS = ("xnnpack", "webgpu", "vulkan")
 PRECISIONS = ("fp32", "int8")
@@ -51,22 +48,6 @@ _STRUCTURAL = {"executorch_call_delegate", "getitem"}
 
 def file_name(height: int, width: int, backend: str, precision: str) -> str:
     return f"depth_anything_v2_small_{height}x{width}_{backend}_{precision}.pte"
-
-
-@contextlib.contextmanager
-def _quiet(enabled: bool):
-    """Silence ExecuTorch's own log (the Vulkan partitioner logs every op at INFO), prints and warnings."""
-    if not enabled:
-        yield
-        return
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        logging.disable(logging.WARNING)
-        try:
-            yield
-        finally:
-            logging.disable(logging.NOTSET)
 
 
 def _check_args(backend: str, precision: str, int8_ops: str) -> None:

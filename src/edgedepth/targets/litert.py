@@ -6,37 +6,18 @@ Files are written via temp + rename; a failed export leaves no partial file.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 import os
-import warnings
 
 import numpy as np
 
 from ..fsutil import atomic_path
+from ..progress import quiet_output as _quiet
 
 PRECISIONS = ("fp32", "int8")
 
 
 def file_name(height: int, width: int, precision: str, plain: bool = False) -> str:
     return f"depth_anything_v2_small_{height}x{width}_{precision}{'_plain' if plain else ''}.tflite"
-
-
-@contextlib.contextmanager
-def _quiet(enabled: bool):
-    """Silence the converter's/quantizer's own prints, bars and warnings (we show one progress bar) unless verbose."""
-    if not enabled:
-        yield
-        return
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        logging.disable(logging.WARNING)
-        try:
-            yield
-        finally:
-            logging.disable(logging.NOTSET)
 
 
 def convert_fp32(module, height: int, width: int, path: str, *, verbose: bool = False) -> None:
