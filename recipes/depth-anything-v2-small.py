@@ -6,6 +6,10 @@
 Same recipe + same checkpoint + the pinned versions (constraints.txt) -> byte-identical files.
 """
 
+import os
+
+_RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks", "results")
+
 RECIPE = {
     "name": "depth-anything-v2-small-edgedepth",
     "base_model": "depth-anything/Depth-Anything-V2-Small-hf",
@@ -18,7 +22,8 @@ RECIPE = {
     "executorch": {"sizes": ["224x224"], "backends": ["xnnpack", "webgpu"], "precisions": ["fp32"]},
     "parity": {"images": 8, "backend": "cpu"},  # from the default bundled image set (deterministic)
     # committed benchmark data; latency rows are embedded only for files whose sha256 matches a timed file
-    "latency_data": ["benchmarks/results/release_cpu_latency.json"],
+    "latency_data": [os.path.join(_RESULTS, f"release_cpu_latency_{s}.json")
+                     for s in ("518x686", "686x518", "518x518", "392x518", "256x256", "224x224")],
 }
 
 if __name__ == "__main__":
