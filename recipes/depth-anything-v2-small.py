@@ -14,8 +14,10 @@ RECIPE = {
     "name": "depth-anything-v2-small-edgedepth",
     "base_model": "depth-anything/Depth-Anything-V2-Small-hf",
     "model": "depth-anything/Depth-Anything-V2-Small-hf@5426e4f0f36572d16453bbda7a8389317b1bef99",
-    # (height x width); 518x686 is what a 640x480 photo becomes in the HF processor
-    "sizes": ["518x686", "686x518", "518x518", "392x518", "256x256", "224x224"],
+    # (height x width), multiples of the 14-pixel patch; 518x686 is what a 640x480 photo becomes in the HF processor.
+    # 252x252 stands in for the requested 256x256: 256 is not a multiple of 14 (DINOv2 would drop the last 4 pixels and
+    # the depth map would come out 252x252, breaking the [1,H,W] contract).
+    "sizes": ["518x686", "686x518", "518x518", "392x518", "252x252", "224x224"],
     "rewrites": "default",                      # edgedepth.rewrites.PIPELINE, exact rewrites only
     "litert": {"precisions": ["fp32", "int8"]},
     # ExecuTorch: the 224x224 preset mirrors the published WebGPU .pte; XNNPACK runs here, WebGPU is lowering only
@@ -23,7 +25,7 @@ RECIPE = {
     "parity": {"images": 8, "backend": "cpu"},  # from the default bundled image set (deterministic)
     # committed benchmark data; latency rows are embedded only for files whose sha256 matches a timed file
     "latency_data": [os.path.join(_RESULTS, f"release_cpu_latency_{s}.json")
-                     for s in ("518x686", "686x518", "518x518", "392x518", "256x256", "224x224")],
+                     for s in ("518x686", "686x518", "518x518", "392x518", "252x252", "224x224")],
 }
 
 if __name__ == "__main__":

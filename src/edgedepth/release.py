@@ -18,7 +18,7 @@ import tempfile
 from .errors import EdgedepthError
 from . import manifest as mf
 
-PRESET_SIZES = ["518x686", "686x518", "518x518", "392x518", "256x256", "224x224"]
+PRESET_SIZES = ["518x686", "686x518", "518x518", "392x518", "252x252", "224x224"]
 
 
 def _versions() -> dict:
