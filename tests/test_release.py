@@ -114,3 +114,15 @@ def test_predict_refuses_a_tampered_release_file(two_builds, tmp_path):
     p.write_bytes(bytes(data))
     r = run_cli("predict", sample_photo(), "--model", p, "-o", tmp_path / "o")
     assert r.returncode == 2 and "does not match its manifest" in r.stderr
+
+
+def test_recipe_presets_are_valid_export_sizes():
+    """Every preset must be a multiple of the 14-pixel patch (256x256 is not: it would yield a 252x252 map)."""
+    from edgedepth.preprocess import parse_size
+    from edgedepth.release import PRESET_SIZES, load_recipe
+
+    recipe, digest = load_recipe(RECIPE)
+    assert len(digest) == 64 and recipe["sizes"] == PRESET_SIZES
+    for s in recipe["sizes"] + recipe["executorch"]["sizes"]:
+        h, w = parse_size(s)
+        assert h % 14 == 0 and w % 14 == 0
