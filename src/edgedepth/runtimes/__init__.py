@@ -19,6 +19,23 @@ class Runner(Protocol):
     def close(self) -> None: ...
 
 
+class FileRunner:
+    """Shared by the runners of exported files: the fixed input shape and its check."""
+
+    input_shape: tuple[int, int, int, int]
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return int(self.input_shape[2]), int(self.input_shape[3])
+
+    def _checked(self, x: np.ndarray) -> np.ndarray:
+        from ..errors import EdgedepthError
+
+        if tuple(x.shape) != self.input_shape:
+            raise EdgedepthError(f"input shape {tuple(x.shape)} does not match the model's {self.input_shape}")
+        return np.ascontiguousarray(x, dtype=np.float32)
+
+
 def open_runner(path: str, backend: str = "cpu", threads: int = 2):
     """The runner for an artifact file: ``.pte`` -> ExecuTorch (XNNPACK, CPU only); ``.tflite`` -> LiteRT."""
     from ..errors import EdgedepthError

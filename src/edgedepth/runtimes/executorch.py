@@ -15,6 +15,7 @@ import tempfile
 import numpy as np
 
 from ..errors import EdgedepthError
+from . import FileRunner
 
 METHOD = "forward"
 
@@ -57,7 +58,7 @@ def _set_threads(threads: int) -> None:
         portable_lib._unsafe_reset_threadpool(int(threads))
 
 
-class ExecuTorchRunner:
+class ExecuTorchRunner(FileRunner):
     """Load a .pte once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``."""
 
     def __init__(self, path: str, threads: int = 2):
@@ -95,16 +96,10 @@ class ExecuTorchRunner:
         self.input_shape = tuple(int(s) for s in meta.input_tensor_meta(0).sizes())
         self.output_shape = tuple(int(s) for s in meta.output_tensor_meta(0).sizes())
 
-    @property
-    def size(self) -> tuple[int, int]:
-        return int(self.input_shape[2]), int(self.input_shape[3])
-
     def run(self, x: np.ndarray) -> np.ndarray:
         import torch
 
-        if tuple(x.shape) != self.input_shape:
-            raise EdgedepthError(f"input shape {tuple(x.shape)} does not match the model's {self.input_shape}")
-        (out,) = self._method.execute([torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))])
+        (out,) = self._method.execute([torch.from_numpy(self._checked(x))])
         return out.numpy().reshape(self.output_shape)  # a copy is not needed: the output is a fresh tensor
 
     def close(self) -> None:

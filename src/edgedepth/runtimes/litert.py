@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from ..errors import EdgedepthError
+from . import FileRunner
 
 BACKENDS = ("cpu", "gpu", "gpu-fp16")
 SIGNATURE = "serving_default"
@@ -31,7 +32,7 @@ def _options(backend: str, threads: int):
     raise EdgedepthError(f"unknown LiteRT backend {backend!r} (choose from {', '.join(BACKENDS)})")
 
 
-class LiteRTRunner:
+class LiteRTRunner(FileRunner):
     """Compile a .tflite once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``."""
 
     def __init__(self, path: str, backend: str = "cpu", threads: int = 2):
@@ -61,14 +62,8 @@ class LiteRTRunner:
         self._ob = self._cm.create_output_buffers(0)
         self._n_out = int(np.prod(self.output_shape))
 
-    @property
-    def size(self) -> tuple[int, int]:
-        return int(self.input_shape[2]), int(self.input_shape[3])
-
     def run(self, x: np.ndarray) -> np.ndarray:
-        if tuple(x.shape) != self.input_shape:
-            raise EdgedepthError(f"input shape {tuple(x.shape)} does not match the model's {self.input_shape}")
-        self._ib[0].write(np.ascontiguousarray(x, dtype=np.float32))
+        self._ib[0].write(self._checked(x))
         self._cm.run_by_index(0, self._ib, self._ob)
         return self._ob[0].read(self._n_out, np.float32).reshape(self.output_shape)
 
