@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from edgedepth.checkpoint import DepthModule, load_checkpoint
-from edgedepth.rewrites import PIPELINE, REWRITES, RewriteContext, apply_rewrites
+from edgedepth.rewrites import PIPELINE, RewriteContext, apply_rewrites
 from edgedepth.inspect import describe, gpu_check
 from edgedepth.rewrites._modules import EdgeAttention, EdgeLayerNorm, FrozenEmbeddings
 from edgedepth.runtimes.litert import LiteRTRunner

@@ -14,8 +14,6 @@ import numpy as np
 
 from .errors import EdgedepthError
 
-_FC_OPTIONS_TYPE = None
-
 
 def _schema():
     from ai_edge_litert import schema_py_generated as S
@@ -72,7 +70,6 @@ def describe(path: str) -> dict:
     """Static description of a .tflite (no runtime needed)."""
     data = check_tflite_file(path)
     model = _parse(data, path)
-    S = _schema()
     ops, dtypes = _op_names(), _dtype_names()
     sg = model.subgraphs[0]
     hist: collections.Counter = collections.Counter()

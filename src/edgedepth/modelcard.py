@@ -135,7 +135,7 @@ def render_model_card(m: dict) -> str:
     L += ["", "## Provenance", "",
           f"- Checkpoint: {ck['name']}" + (f" @ `{ck['revision']}`" if ck.get("revision") else "")
           + (f" (synthetic, seed {ck['seed']})" if synthetic else ""),
-          *([f"- Weight files: " + ", ".join(f"`{k}` sha256 `{h}`" for k, h in ck["weight_files"].items())]
+          *(["- Weight files: " + ", ".join(f"`{k}` sha256 `{h}`" for k, h in ck["weight_files"].items())]
             if ck.get("weight_files") else []),
           f"- Recipe: `{prov['recipe']['name']}` sha256 `{prov['recipe']['sha256']}`, sizes "
           + ", ".join(prov["recipe"]["sizes"]),
