@@ -22,7 +22,8 @@ def load(name):
 
 def env_line(env):
     v = env.get("versions", {})
-    return (f"Machine: {env.get('cpu')}, {env.get('cores')} cores; " +
+    when = f" (measured {env['date']})" if env.get("date") else ""
+    return (f"Machine: {env.get('cpu')}, {env.get('cores')} cores{when}; " +
             ", ".join(f"{k} {val}" for k, val in sorted(v.items())))
 
 
@@ -89,6 +90,42 @@ def section_cpu_latency(L):
     except StopIteration:
         pass
     L += ["![CPU latency](docs/cpu_latency.png)", "", env_line(b["environment"]), ""]
+
+
+def section_latency_floor(L):
+    f = load("latency_floor.json")
+    if not f:
+        return
+    v, r, m = f["variants"], f["ratios"], f["method"]
+    L += ["## How low can optimised ÷ plain go on this CPU? (latency floor)", "",
+          "An exact rewrite can remove layout and elementwise work but not arithmetic: every file below has the same "
+          f"**{v['fp32']['macs']['total'] / 1e9:.2f} G multiply-accumulates** (" +
+          ", ".join(f"{k} {n / 1e9:.2f} G" for k, n in v["fp32"]["macs"].items() if k != "total") +
+          ", counted by `edgedepth inspect`). The *floor* file is a timing device, not a model: the optimised graph with "
+          "every encoder layer cut down to its GEMMs, attention core (BATCH_MATMUL, SOFTMAX, BATCH_MATMUL), GELU and "
+          "residual ADDs — no LayerNorm, no head transposes — stem and DPT head unchanged "
+          "(`benchmarks/latency_floor.py`). Its time is what any exact rewrite of the encoder could at best approach "
+          f"with these XNNPACK kernels. ai_edge_litert CPU, 2 threads, {m['rounds']} interleaved rounds × "
+          f"({m['warmup']} warm-up + {m['iters']} timed calls), all {len(v)} files in one run.", "",
+          "| file | ops | median ms | IQR ms | ÷ plain (same precision) |", "|---|---|---|---|---|"]
+    precs = [p for p in ("fp32", "int8") if p in r]
+    for prec in precs:
+        plain = v[f"{prec}_plain"]["median_ms"]
+        for k in (f"{prec}_plain", prec, f"{prec}_floor"):
+            s = v[k]
+            L.append(f"| `{s['file']}` | {s['ops']} | {s['median_ms']:.0f} | {s['p25_ms']:.0f}–{s['p75_ms']:.0f} | "
+                     f"{s['median_ms'] / plain:.3f} |")
+    t = f["target_ratio"]
+    both = lambda key, fmt: ", ".join(f"{p.upper()} {format(r[p][key], fmt)}" for p in precs)   # noqa: E731
+    L += ["", f"**Optimised ÷ plain: {both('optimised_over_plain', '.3f')}. Floor ÷ plain: "
+              f"{both('floor_over_plain', '.3f')}** (target {t}). Optimised ÷ floor: {both('optimised_over_floor', '.3f')}; "
+              f"the floor sustains {both('gmac_per_s_floor', '.0f')} G MAC/s on 2 threads."]
+    miss = [p.upper() for p in precs if r[p]["floor_over_plain"] > t]
+    if miss:
+        L += ["", f"For {' and '.join(miss)} the floor itself is above {t}× the plain graph: on this CPU no exact "
+                  "rewrite of the encoder can reach the target; only less arithmetic (a different model or precision) "
+                  "could."]
+    L += ["", env_line(f["environment"]), ""]
 
 
 def section_parity(L, name, title, plot=None, note=None):
@@ -265,6 +302,7 @@ def main():
     section_ops(L)
     section_ablation(L)
     section_cpu_latency(L)
+    section_latency_floor(L)
     section_parity(L, "parity_cpu.json", "Parity vs PyTorch on CPU (default image set)", "docs/parity_cpu.png")
     section_parity(L, "parity_swiftshader.json", "Parity vs PyTorch on the GPU accelerator (SwiftShader, CPU machine)",
                    note="The full-size files compile fully on SwiftShader, but a full-size GPU run fails there when LiteRT "

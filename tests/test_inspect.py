@@ -24,6 +24,33 @@ def test_plain_fc_variants_show_the_9481_pattern(tiny_plain_export):
     assert fc.get("keep_num_dims=False rank 3->2 weights float32", 0) > 0
 
 
+def test_macs_counted_from_static_shapes(tmp_path):
+    """Hand count: FC 8->16 on 5 tokens, batched q@k^T over 2x5x4, 3x3 conv 3->6 on 7x9 ('same' padding)."""
+    import torch
+
+    from edgedepth.targets.litert import convert_fp32
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 16)
+            self.conv = torch.nn.Conv2d(3, 6, 3, padding=1)
+
+        def forward(self, x):                                       # x [1, 3, 7, 9]
+            t = self.fc(x[:, :, :5, :8].reshape(1, 15, 8))[:, :5]     # FC over 15 rows -> 15*16*8
+            q = t[0].reshape(5, 4, 4).transpose(0, 1)[:2]             # [2, 5, 4]: BMM 2*5*5*4
+            s = torch.matmul(q, q.transpose(1, 2))
+            return self.conv(x).sum() + s.sum()
+
+    path = tmp_path / "m.tflite"
+    convert_fp32(M(), 7, 9, str(path))
+    macs = describe(str(path))["macs"]
+    assert macs["FULLY_CONNECTED"] == 15 * 16 * 8
+    assert macs["BATCH_MATMUL"] == 2 * 5 * 5 * 4
+    assert macs["CONV_2D"] == 7 * 9 * 6 * 3 * 3 * 3
+    assert macs["total"] == 15 * 16 * 8 + 2 * 5 * 5 * 4 + 7 * 9 * 6 * 27
+
+
 @pytest.mark.gpu
 def test_plain_tiny_gpu_falls_back(tiny_plain_export):
     g = gpu_check(tiny_plain_export["fp32"])

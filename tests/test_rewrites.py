@@ -183,6 +183,12 @@ def test_converted_tiny_graph_and_cpu_parity(tiny, x_tiny, tiny_tflite):
     assert rel_l2(LiteRTRunner(str(tiny_tflite)).run(x_tiny.numpy()), y_ref) <= 1e-6
 
 
+def test_rewrites_keep_the_arithmetic(tiny_tflite, tiny_plain_export):
+    """Rewrites remove layout/elementwise work, never multiply-accumulates: same MACs per op class as the plain graph."""
+    plain, opt = describe(tiny_plain_export["fp32"])["macs"], describe(str(tiny_tflite))["macs"]
+    assert plain["total"] > 0 and opt == plain
+
+
 def test_tiny_gpu_fp32_and_int8(tiny, x_tiny, tiny_tflite, tmp_path):
     """Full WebGPU delegation (SwiftShader) for FP32 and dynamic INT8; FP32 GPU parity (enforce_f32)."""
     y_ref = depth(tiny, x_tiny)

@@ -99,4 +99,4 @@ def environment(threads: int | None = None) -> dict:
         except PackageNotFoundError:
             pass
     return {"cpu": cpu, "cores": os.cpu_count(), "threads": threads, "python": platform.python_version(),
-            "machine": platform.machine(), "versions": versions}
+            "machine": platform.machine(), "versions": versions, "date": time.strftime("%Y-%m-%d", time.gmtime())}

@@ -66,6 +66,28 @@ def _tensor_info(t, dtypes) -> dict:
             "shape": [int(s) for s in t.shape], "dtype": dtypes[t.type].lower()}
 
 
+# Multiply-accumulates of the compute ops, from static shapes (weights layout: FC [out, in], CONV_2D [O, kh, kw, I],
+# DEPTHWISE_CONV_2D [1, kh, kw, O], TRANSPOSE_CONV [O, kh, kw, I] applied to every input pixel).
+def _op_macs(name: str, op, sg) -> int:
+    shape = lambda i: [int(d) for d in sg.tensors[i].shape]     # noqa: E731
+    out = int(np.prod(shape(op.outputs[0])))
+    if name == "FULLY_CONNECTED":
+        return out * shape(op.inputs[1])[-1]
+    if name == "BATCH_MATMUL":
+        a = shape(op.inputs[0])
+        adj_x = bool(getattr(op.builtinOptions, "adjX", False))
+        return out * a[-2 if adj_x else -1]
+    if name == "CONV_2D":
+        return out * int(np.prod(shape(op.inputs[1])[1:]))
+    if name == "DEPTHWISE_CONV_2D":
+        w = shape(op.inputs[1])
+        return out * w[1] * w[2]
+    if name == "TRANSPOSE_CONV":
+        w = shape(op.inputs[1])
+        return int(np.prod(shape(op.inputs[2]))) * w[0] * w[1] * w[2]
+    return 0
+
+
 def describe(path: str) -> dict:
     """Static description of a .tflite (no runtime needed)."""
     data = check_tflite_file(path)
@@ -74,10 +96,13 @@ def describe(path: str) -> dict:
     sg = model.subgraphs[0]
     hist: collections.Counter = collections.Counter()
     fc_variants: collections.Counter = collections.Counter()
+    macs: collections.Counter = collections.Counter()
     for op in sg.operators:
         oc = model.operatorCodes[op.opcodeIndex]
         name = ops.get(max(oc.builtinCode, oc.deprecatedBuiltinCode), f"CUSTOM:{oc.customCode}")
         hist[name] += 1
+        if n := _op_macs(name, op, sg):
+            macs[name] += n
         if name == "FULLY_CONNECTED":
             keep = bool(getattr(op.builtinOptions, "keepNumDims", False))
             in_rank = len(sg.tensors[op.inputs[0]].shape)
@@ -105,6 +130,7 @@ def describe(path: str) -> dict:
         "signatures": sigs,
         "weights": {k: {"tensors": weights[k], "bytes": weight_bytes[k]} for k in sorted(weights)},
         "fc_variants": dict(sorted(fc_variants.items())),
+        "macs": {"total": int(sum(macs.values())), **dict(sorted(macs.items(), key=lambda kv: -kv[1]))},
     }
 
 
@@ -196,6 +222,10 @@ def format_text(info: dict) -> str:
                                            for k, v in info["weights"].items()))
     for k, v in info["fc_variants"].items():
         lines.append(f"  FULLY_CONNECTED {k}: {v}")
+    macs = info.get("macs", {})
+    if macs.get("total"):
+        lines.append(f"  compute: {macs['total'] / 1e9:.2f} G multiply-accumulates (" +
+                     ", ".join(f"{k} {v / 1e9:.2f} G" for k, v in macs.items() if k != "total") + ")")
     g = info.get("gpu")
     if g:
         where = f" on {g['adapter']}" if g["adapter"] else ""
