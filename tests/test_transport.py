@@ -26,3 +26,21 @@ def test_strip_then_rebuild_keeps_the_graph(tmp_path, tiny_plain_export, tiny_in
 def test_rebuild_needs_a_stripped_file(tmp_path, tiny_plain_export):
     with pytest.raises(EdgedepthError, match="not made by transport.strip"):
         transport.rebuild(tiny_plain_export["fp32"], tiny_plain_export["int8"], str(tmp_path / "r.tflite"))
+
+
+def test_int8_timing_twin_keeps_the_graph_and_compresses(tmp_path, tiny_plain_export, tiny_input):
+    import gzip
+
+    int8 = tiny_plain_export["int8"]
+    zeroed, filled = tmp_path / "z.tflite", tmp_path / "f.tflite"
+    n = transport.zero_int8(int8, str(zeroed))
+    assert n > 10
+    raw = zeroed.read_bytes()
+    int8_bytes = describe(int8)["weights"]["int8"]["bytes"]
+    saved = len(gzip.compress(open(int8, "rb").read())) - len(gzip.compress(raw))
+    assert saved > 0.8 * int8_bytes          # the int8 weights were the incompressible part; zeros cost ~nothing
+    assert transport.fill_int8(str(zeroed), str(filled), seed=1) == n
+    a, b = describe(int8), describe(str(filled))
+    assert a["op_histogram"] == b["op_histogram"] and a["weights"] == b["weights"] and a["macs"] == b["macs"]
+    y = LiteRTRunner(str(filled)).run(tiny_input)
+    assert y.shape == LiteRTRunner(int8).run(tiny_input).shape and y.std() > 0   # random weights: runs, not constant

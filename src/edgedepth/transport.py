@@ -113,8 +113,57 @@ def rebuild(stripped_path: str, int8_path: str, out_path: str) -> int:
     return filled
 
 
+def _int8_weight_buffers(S, model, data: bytes):
+    """(buffer, raw bytes) of every INT8 constant tensor (inline data, or stored after the flatbuffer at offset/size)."""
+    for t in model.subgraphs[0].tensors:
+        b = model.buffers[t.buffer]
+        if t.type != S.TensorType.INT8:
+            continue
+        if b.data is not None:
+            yield b, np.asarray(b.data, np.uint8).tobytes()
+        elif b.offset:
+            yield b, data[b.offset:b.offset + b.size]
+
+
+def _inline_buffers(model, data: bytes) -> None:
+    """Move buffers stored after the flatbuffer (offset/size) inline, so the model can be re-packed on its own."""
+    for b in model.buffers:
+        if b.offset and b.data is None:
+            b.data = np.frombuffer(data[b.offset:b.offset + b.size], np.uint8)
+        b.offset = b.size = 0
+
+
+def zero_int8(int8_path: str, out_path: str) -> int:
+    """Timing twin of an INT8 file: every int8 weight set to 0 (scales, float tensors and graph kept), so the file
+    compresses to a few MB.  Only for latency elsewhere (``fill_int8`` there): int8 GEMM time does not depend on
+    values.  Returns how many buffers were zeroed."""
+    S, model = _load(int8_path)
+    data, n = open(int8_path, "rb").read(), 0
+    targets = list(_int8_weight_buffers(S, model, data))
+    _inline_buffers(model, data)
+    for b, raw in targets:
+        b.data = np.zeros(len(raw), np.uint8)
+        n += 1
+    _save(model, out_path)
+    return n
+
+
+def fill_int8(zeroed_path: str, out_path: str, seed: int = 0) -> int:
+    """Refill a ``zero_int8`` twin's int8 weights with seeded uniform values in [-127, 127]; returns buffers filled."""
+    S, model = _load(zeroed_path)
+    data, n = open(zeroed_path, "rb").read(), 0
+    rng = np.random.default_rng(seed)
+    targets = list(_int8_weight_buffers(S, model, data))
+    _inline_buffers(model, data)
+    for b, raw in targets:
+        b.data = rng.integers(-127, 128, len(raw), dtype=np.int8).view(np.uint8)
+        n += 1
+    _save(model, out_path)
+    return n
+
+
 if __name__ == "__main__":
     import sys
 
     cmd, *a = sys.argv[1:]
-    print({"strip": strip, "rebuild": rebuild}[cmd](*a))
+    print({"strip": strip, "rebuild": rebuild, "zero_int8": zero_int8, "fill_int8": fill_int8}[cmd](*a))
