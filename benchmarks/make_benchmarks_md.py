@@ -148,6 +148,30 @@ def section_latency_floor(L):
                   f"{dr['int8']['optimised_over_plain']:.3f}.**", "", env_line(e), ""]
 
 
+def section_parity_floor(L):
+    f = load("parity_floor.json")
+    if not f:
+        return
+    r = f["results"]
+    L += ["## How close to PyTorch can an FP32 file be? (parity floor)", "",
+          "The same synthetic checkpoint in float64 (PyTorch `model.double()`) is the truth; PyTorch FP32 and the plain "
+          "and optimised `.tflite` (ai_edge_litert CPU) are compared with it and with each other "
+          f"(`benchmarks/parity_floor.py`, every {f['image_set']['every']}th image of the default set: "
+          f"{f['image_set']['count']} images, pooled rel-L2).", "",
+          "| output | vs | pooled rel-L2 | max per image |", "|---|---|---|---|"]
+    for k, m in r.items():
+        a, b = k.split(" vs ")
+        L.append(f"| {a} | {b} | {m['pooled_rel_l2']:.2e} | {m['max_rel_l2']:.2e} |")
+    t = r["pytorch_fp32 vs float64"]["pooled_rel_l2"]
+    L += ["", f"PyTorch FP32 is itself {t:.2e} away from the float64 result; the optimised file is "
+              f"{r['fp32 vs float64']['pooled_rel_l2']:.2e} away (plain: {r['fp32_plain vs float64']['pooled_rel_l2']:.2e}). "
+              f"Its distance to PyTorch FP32 ({r['fp32 vs pytorch_fp32']['pooled_rel_l2']:.2e}; plain "
+              f"{r['fp32_plain vs pytorch_fp32']['pooled_rel_l2']:.2e}) is "
+              f"{'below' if r['fp32 vs pytorch_fp32']['pooled_rel_l2'] < t else 'above'} PyTorch's own FP32 rounding "
+              "error for this model, so at this level a bound against PyTorch FP32 measures summation order, not "
+              "correctness.", "", env_line(f["environment"]), ""]
+
+
 def section_parity(L, name, title, plot=None, note=None):
     r = load(name)
     if not r:
@@ -287,6 +311,22 @@ def readme_summary() -> list[str]:
                   f"{v[f'{P}_int8_plain.tflite']['median_ms']:.0f} ms)."]
         except KeyError:
             pass
+    fl = load("latency_floor.json")
+    if fl and {"fp32", "int8"} <= set(fl["ratios"]):
+        r = fl["ratios"]
+        S.append(f"- CPU latency floor (a graph with the same 83.7 G MACs and no LayerNorm/layout ops; "
+                 f"{fl['environment'].get('date', '')} run): floor ÷ plain FP32 **{r['fp32']['floor_over_plain']:.3f}**, "
+                 f"INT8 **{r['int8']['floor_over_plain']:.3f}**; optimised ÷ plain in the same run "
+                 f"{r['fp32']['optimised_over_plain']:.3f} / {r['int8']['optimised_over_plain']:.3f}. "
+                 + (f"A {fl['target_ratio']}× goal is below the floor on this CPU." if min(
+                     r[p]["floor_over_plain"] for p in ("fp32", "int8")) > fl["target_ratio"] else ""))
+    pf = load("parity_floor.json")
+    if pf:
+        r = pf["results"]
+        S.append(f"- FP32 accuracy against a float64 run of the same model ({pf['image_set']['count']} images): "
+                 f"PyTorch FP32 {r['pytorch_fp32 vs float64']['pooled_rel_l2']:.2e}, plain .tflite "
+                 f"{r['fp32_plain vs float64']['pooled_rel_l2']:.2e}, optimised .tflite "
+                 f"{r['fp32 vs float64']['pooled_rel_l2']:.2e}.")
     pc = load("parity_cpu.json")
     if pc:
         for r in pc["results"]:
@@ -324,6 +364,7 @@ def main():
     section_cpu_latency(L)
     section_latency_floor(L)
     section_parity(L, "parity_cpu.json", "Parity vs PyTorch on CPU (default image set)", "docs/parity_cpu.png")
+    section_parity_floor(L)
     section_parity(L, "parity_swiftshader.json", "Parity vs PyTorch on the GPU accelerator (SwiftShader, CPU machine)",
                    note="The full-size files compile fully on SwiftShader, but a full-size GPU run fails there when LiteRT "
                         "locks the tensor buffer (the row below says so; a software Vulkan driver, not the graph: the same "

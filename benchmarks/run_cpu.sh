@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# All CPU-machine measurements behind BENCHMARKS.md (full synthetic model, 518x686). About 25 minutes on 2 cores.
+# All CPU-machine measurements behind BENCHMARKS.md (full synthetic model, 518x686). About 45 minutes on 2 cores.
 # Every number lands as JSON in benchmarks/results/; BENCHMARKS.md is then generated from those files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +9,7 @@ D=out/bench
 mkdir -p "$R" "$D"
 step() { echo; echo "== $*"; }
 # STEPS selects parts (default: all), e.g. STEPS="bench md" benchmarks/run_cpu.sh
-STEPS=${STEPS:-"export et inspect bench parity gpu ablation md"}
+STEPS=${STEPS:-"export et inspect bench parity gpu ablation floor md"}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 
 P=$D/depth_anything_v2_small_518x686
@@ -52,6 +52,12 @@ fi
 if want ablation; then
 step "per-rewrite ablation (op count, delegation, latency of each pipeline prefix)"
 .venv/bin/python benchmarks/rewrite_ablation.py
+fi
+
+if want floor; then
+step "latency floor (kernel-only graph, same MACs) and parity floor (float64 truth)"
+.venv/bin/python benchmarks/latency_floor.py --rounds "${FLOOR_ROUNDS:-6}"
+.venv/bin/python benchmarks/parity_floor.py
 fi
 
 if want md; then
