@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import glob
 import gzip
+import importlib.util
 import json
 import os
 import shutil
@@ -82,13 +83,11 @@ def _materialise(work: str) -> dict[str, str]:
 def run() -> None:
     import numpy as np
 
-    from edgedepth.bench import environment, run_interleaved
+    from edgedepth.bench import environment, floor_ratios, run_interleaved
     from edgedepth.inspect import describe
     from edgedepth.runtimes.litert import LiteRTRunner
 
     rounds, warmup, iters = (int(v) for v in os.environ.get("CPU_METHOD", "3,5,12").split(","))
-    import importlib.util
-
     if importlib.util.find_spec("ai_edge_litert") is None:      # the device has no registry: install the carried wheel
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", SITE,
                         *glob.glob(os.path.join(ROOT, ".whl", "*.whl"))], check=True)
@@ -102,14 +101,9 @@ def run() -> None:
     variants = {k: (lambda p=files[k]: LiteRTRunner(p, "cpu", threads=2)) for k in order}
     res = run_interleaved(variants, x, rounds=rounds, warmup=warmup, iters=iters)
     v = res["variants"]
-    ratios = {}
-    for prec in ("fp32", "int8"):
-        plain = v[f"{prec}_plain"]["median_ms"]
-        ratios[prec] = {"optimised_over_plain": v[prec]["median_ms"] / plain,
-                        "floor_over_plain": v[f"{prec}_floor"]["median_ms"] / plain,
-                        "optimised_over_floor": v[prec]["median_ms"] / v[f"{prec}_floor"]["median_ms"],
-                        "gmac_per_s_floor": info[prec]["macs"]["total"] / v[f"{prec}_floor"]["median_ms"] / 1e6}
-        print(prec, {k: round(val, 3) for k, val in ratios[prec].items()}, flush=True)
+    ratios = floor_ratios(v, info["fp32"]["macs"]["total"])
+    for prec, r in ratios.items():
+        print(prec, {k: round(val, 3) for k, val in r.items()}, flush=True)
     for k in order:
         v[k].update(ops=info[k]["ops"], macs=info[k]["macs"],
                     transport="timing twin: seeded random int8 weights" if k.startswith("int8") else

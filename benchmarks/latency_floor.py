@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgedepth.bench import environment, run_interleaved
+from edgedepth.bench import environment, floor_ratios, run_interleaved
 from edgedepth.checkpoint import DepthModule, load_checkpoint
 from edgedepth.inspect import describe
 from edgedepth.rewrites import apply_rewrites
@@ -151,14 +151,8 @@ def main() -> None:
     for k in order:
         v[k].update(file=os.path.basename(files[k]), ops=info[k]["ops"], macs=info[k]["macs"],
                     op_histogram=info[k]["op_histogram"])
-    ratios = {}
-    for prec in precisions:
-        plain = v[f"{prec}_plain"]["median_ms"]
-        ratios[prec] = {"optimised_over_plain": v[prec]["median_ms"] / plain,
-                        "floor_over_plain": v[f"{prec}_floor"]["median_ms"] / plain,
-                        "optimised_over_floor": v[prec]["median_ms"] / v[f"{prec}_floor"]["median_ms"],
-                        "gmac_per_s_floor": info[prec]["macs"]["total"] / v[f"{prec}_floor"]["median_ms"] / 1e6}
-        r = ratios[prec]
+    ratios = floor_ratios(v, info["fp32"]["macs"]["total"], precisions)
+    for prec, r in ratios.items():
         print(f"{prec}: optimised/plain {r['optimised_over_plain']:.3f}  floor/plain {r['floor_over_plain']:.3f}  "
               f"optimised/floor {r['optimised_over_floor']:.3f}  ({r['gmac_per_s_floor']:.0f} G MAC/s at the floor)")
     out = {"kind": "edgedepth.latency_floor", "model": "synthetic", "size": [H, W], "target_ratio": 0.75,

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from edgedepth.bench import run_interleaved, summarise
+from edgedepth.bench import floor_ratios, run_interleaved, summarise
 from edgedepth.parity import ParityAccumulator, align_scale_shift
 from conftest import run_cli
 
@@ -89,6 +89,15 @@ def test_summarise():
 
 
 @pytest.mark.gpu
+def test_floor_ratios():
+    v = {"fp32_plain": {"median_ms": 200.0}, "fp32": {"median_ms": 150.0}, "fp32_floor": {"median_ms": 120.0}}
+    r = floor_ratios(v, macs=6_000_000_000, precisions=("fp32",))["fp32"]
+    assert r == {"optimised_over_plain": 0.75, "floor_over_plain": 0.6, "optimised_over_floor": 1.25,
+                 "gmac_per_s_floor": 50.0}
+    with pytest.raises(KeyError):
+        floor_ratios(v, macs=1)            # no int8 variants
+
+
 def test_validate_reports_failing_backend_and_metrics(tmp_path, tiny_plain_export):
     """The plain tiny graph does not compile on the GPU alone: reported with its error, not skipped."""
     out = tmp_path / "v.json"

@@ -79,6 +79,19 @@ def run_interleaved(variants: dict, x: np.ndarray, *, rounds: int = 6, warmup: i
             "variants": results, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3}
 
 
+def floor_ratios(variants: dict, macs: int, precisions=("fp32", "int8")) -> dict:
+    """Plain / optimised / floor medians -> ratios, per precision (keys ``{p}_plain``, ``{p}``, ``{p}_floor``).
+
+    Used by the latency-floor benchmarks (benchmarks/latency_floor.py here, benchmarks/cpu_device.py on another CPU).
+    """
+    out = {}
+    for p in precisions:
+        plain, opt, floor = (variants[k]["median_ms"] for k in (f"{p}_plain", p, f"{p}_floor"))
+        out[p] = {"optimised_over_plain": opt / plain, "floor_over_plain": floor / plain,
+                  "optimised_over_floor": opt / floor, "gmac_per_s_floor": macs / floor / 1e6}
+    return out
+
+
 def environment(threads: int | None = None) -> dict:
     """Where a number was measured: CPU, cores, threads, library versions."""
     from importlib.metadata import PackageNotFoundError, version
