@@ -315,9 +315,10 @@ def readme_summary() -> list[str]:
     if fl and {"fp32", "int8"} <= set(fl["ratios"]):
         r = fl["ratios"]
         S.append(f"- CPU latency floor (a graph with the same 83.7 G MACs and no LayerNorm/layout ops; "
-                 f"{fl['environment'].get('date', '')} run): floor ÷ plain FP32 **{r['fp32']['floor_over_plain']:.3f}**, "
+                 f"separate {fl['method']['rounds']}-round run): floor ÷ plain FP32 **{r['fp32']['floor_over_plain']:.3f}**, "
                  f"INT8 **{r['int8']['floor_over_plain']:.3f}**; optimised ÷ plain in the same run "
-                 f"{r['fp32']['optimised_over_plain']:.3f} / {r['int8']['optimised_over_plain']:.3f}. "
+                 f"{r['fp32']['optimised_over_plain']:.3f} / {r['int8']['optimised_over_plain']:.3f} (ratios move by "
+                 "several % between runs on this shared 2-core VM). "
                  + (f"A {fl['target_ratio']}× goal is below the floor on this CPU." if min(
                      r[p]["floor_over_plain"] for p in ("fp32", "int8")) > fl["target_ratio"] else ""))
     pf = load("parity_floor.json")
