@@ -154,7 +154,8 @@ def section_parity_floor(L):
         return
     r = f["results"]
     L += ["## How close to PyTorch can an FP32 file be? (parity floor)", "",
-          "The same synthetic checkpoint in float64 (PyTorch `model.double()`) is the truth; PyTorch FP32 and the plain "
+          f"The same checkpoint (`{f['model']['name'] if isinstance(f['model'], dict) else f['model']}`) in float64 "
+          "(PyTorch `model.double()`) is the truth; PyTorch FP32 and the plain "
           "and optimised `.tflite` (ai_edge_litert CPU) are compared with it and with each other "
           f"(`benchmarks/parity_floor.py`, every {f['image_set']['every']}th image of the default set: "
           f"{f['image_set']['count']} images, pooled rel-L2).", "",

@@ -6,7 +6,7 @@ truth; PyTorch FP32, the plain and the optimised .tflite (ai_edge_litert CPU) ar
 other, on every Nth image of the default set (pooled rel-L2, as ``edgedepth validate``).  If LiteRT-vs-PyTorch is below
 PyTorch-vs-truth, the file is as accurate as PyTorch itself and the remaining gap to PyTorch is rounding noise.
 
-    .venv/bin/python benchmarks/parity_floor.py [--dir out/bench] [--every 5]
+    .venv/bin/python benchmarks/parity_floor.py [--dir out/bench] [--every 5] [--model synthetic|HF_ID@REV|FOLDER]
 
 Needs the two 518x686 FP32 files from ``STEPS=export benchmarks/run_cpu.sh``.  Writes benchmarks/results/parity_floor.json.
 """
@@ -37,6 +37,7 @@ PAIRS = [("pytorch_fp32", "float64"), ("fp32_plain", "float64"), ("fp32", "float
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="out/bench")
+    ap.add_argument("--model", default="synthetic", help="the checkpoint the files in --dir were exported from")
     ap.add_argument("--every", type=int, default=5, help="use every Nth image of the default set")
     ap.add_argument("--out", default="benchmarks/results/parity_floor.json")
     a = ap.parse_args()
@@ -45,7 +46,7 @@ def main() -> None:
     if missing:
         raise SystemExit(f"missing {missing[0]}: run STEPS=export benchmarks/run_cpu.sh first")
     torch.set_num_threads(2)
-    ckpt = load_checkpoint("synthetic", quiet=True)
+    ckpt = load_checkpoint(a.model, quiet=True)
     m32 = DepthModule(ckpt.model).eval()
     m64 = copy.deepcopy(m32).double()
     runners = {k: LiteRTRunner(p, "cpu", threads=2) for k, p in files.items()}
@@ -64,7 +65,7 @@ def main() -> None:
     results = {k: a_.summary() for k, a_ in acc.items()}
     for k, s in results.items():
         print(f"{k:28s} pooled rel-L2 {s['pooled_rel_l2']:.2e}  max {s['max_rel_l2']:.2e}")
-    out = {"kind": "edgedepth.parity_floor", "model": "synthetic", "size": [H, W], "truth": "PyTorch float64",
+    out = {"kind": "edgedepth.parity_floor", "model": ckpt.provenance(), "size": [H, W], "truth": "PyTorch float64",
            "image_set": {"source": "default", "every": a.every, "count": len(items), "sha256": image_set_hash(items)},
            "results": results, "environment": environment(2)}
     with open(a.out, "w") as f:
