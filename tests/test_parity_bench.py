@@ -88,7 +88,6 @@ def test_summarise():
     assert s["median_ms"] == 3 and s["min_ms"] == 1 and s["iqr_ms"] == 2 and s["calls"] == 5
 
 
-@pytest.mark.gpu
 def test_floor_ratios():
     v = {"fp32_plain": {"median_ms": 200.0}, "fp32": {"median_ms": 150.0}, "fp32_floor": {"median_ms": 120.0}}
     r = floor_ratios(v, macs=6_000_000_000, precisions=("fp32",))["fp32"]
@@ -98,6 +97,7 @@ def test_floor_ratios():
         floor_ratios(v, macs=1)            # no int8 variants
 
 
+@pytest.mark.gpu
 def test_validate_reports_failing_backend_and_metrics(tmp_path, tiny_plain_export):
     """The plain tiny graph does not compile on the GPU alone: reported with its error, not skipped."""
     out = tmp_path / "v.json"
