@@ -112,8 +112,8 @@ def run() -> None:
         print(f"{k}: median {v[k]['median_ms']:.1f} ms", flush=True)
     env = environment(2)
     try:
-        env["cpu_flags_avx512"] = "avx512f" in open("/proc/cpuinfo").read()
-        env["cpu_flags_amx"] = "amx_int8" in open("/proc/cpuinfo").read()
+        cpuinfo = open("/proc/cpuinfo").read()
+        env["cpu_flags_avx512"], env["cpu_flags_amx"] = "avx512f" in cpuinfo, "amx_int8" in cpuinfo
     except OSError:
         pass
     out = {"kind": "edgedepth.latency_floor", "machine": "lent H200 machine, host CPU", "model": "synthetic",

@@ -92,6 +92,18 @@ def section_cpu_latency(L):
     L += ["![CPU latency](docs/cpu_latency.png)", "", env_line(b["environment"]), ""]
 
 
+def _floor_rows(v: dict, precs, label) -> list[str]:
+    """Table rows plain / optimised / floor per precision; ``label(key, stats)`` names the row."""
+    rows = []
+    for prec in precs:
+        plain = v[f"{prec}_plain"]["median_ms"]
+        for k in (f"{prec}_plain", prec, f"{prec}_floor"):
+            s = v[k]
+            rows.append(f"| {label(k, s)} | {s['ops']} | {s['median_ms']:.0f} | {s['p25_ms']:.0f}–{s['p75_ms']:.0f} | "
+                        f"{s['median_ms'] / plain:.3f} |")
+    return rows
+
+
 def section_latency_floor(L):
     f = load("latency_floor.json")
     if not f:
@@ -109,12 +121,7 @@ def section_latency_floor(L):
           f"({m['warmup']} warm-up + {m['iters']} timed calls), all {len(v)} files in one run.", "",
           "| file | ops | median ms | IQR ms | ÷ plain (same precision) |", "|---|---|---|---|---|"]
     precs = [p for p in ("fp32", "int8") if p in r]
-    for prec in precs:
-        plain = v[f"{prec}_plain"]["median_ms"]
-        for k in (f"{prec}_plain", prec, f"{prec}_floor"):
-            s = v[k]
-            L.append(f"| `{s['file']}` | {s['ops']} | {s['median_ms']:.0f} | {s['p25_ms']:.0f}–{s['p75_ms']:.0f} | "
-                     f"{s['median_ms'] / plain:.3f} |")
+    L += _floor_rows(v, precs, lambda k, s: f"`{s['file']}`")
     t = f["target_ratio"]
     both = lambda key, fmt: ", ".join(f"{p.upper()} {format(r[p][key], fmt)}" for p in precs)   # noqa: E731
     L += ["", f"**Optimised ÷ plain: {both('optimised_over_plain', '.3f')}. Floor ÷ plain: "
@@ -137,13 +144,8 @@ def section_latency_floor(L):
               "time for plain and optimised. The floor row is shown for completeness but is weaker evidence there: "
               "with random weights and no LayerNorm its activations are not normalised.", "",
               "| variant | ops | median ms | IQR ms | ÷ plain |", "|---|---|---|---|---|"]
-        for prec in ("fp32", "int8"):
-            for k in (f"{prec}_plain", prec, f"{prec}_floor"):
-                if k in dv:
-                    s_ = dv[k]
-                    L.append(f"| {k} | {s_['ops']} | {s_['median_ms']:.0f} | {s_['p25_ms']:.0f}–{s_['p75_ms']:.0f} | "
-                             f"{s_['median_ms'] / dv[prec + '_plain']['median_ms']:.3f} |")
         dr = d["ratios"]
+        L += _floor_rows(dv, [p for p in ("fp32", "int8") if p in dr], lambda k, s: k)
         L += ["", f"**Optimised ÷ plain on that CPU: FP32 {dr['fp32']['optimised_over_plain']:.3f}, INT8 "
                   f"{dr['int8']['optimised_over_plain']:.3f}.**", "", env_line(e), ""]
 

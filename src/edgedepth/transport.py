@@ -36,6 +36,13 @@ def _save(model, path: str) -> None:
         f.write(b.Output())
 
 
+def _buffer_bytes(b, data: bytes) -> bytes | None:
+    """A buffer's bytes: inline data, or stored after the flatbuffer at offset/size (None when empty)."""
+    if b.data is not None:
+        return np.asarray(b.data, np.uint8).tobytes()
+    return data[b.offset:b.offset + b.size] if b.offset else None
+
+
 def _name(t) -> str:
     return t.name.decode() if isinstance(t.name, bytes) else t.name
 
@@ -72,11 +79,6 @@ def rebuild(stripped_path: str, int8_path: str, out_path: str) -> int:
     _, q = _load(int8_path)
     qbytes = open(int8_path, "rb").read()
 
-    def buffer_bytes(index: int) -> bytes | None:  # inline data, or stored after the flatbuffer at offset/size
-        b = q.buffers[index]
-        if b.data is not None:
-            return np.asarray(b.data, np.uint8).tobytes()
-        return qbytes[b.offset:b.offset + b.size] if b.offset else None
 
     qsg = q.subgraphs[0]
     by_name = {_name(t): t for t in qsg.tensors}
@@ -86,7 +88,7 @@ def rebuild(stripped_path: str, int8_path: str, out_path: str) -> int:
         if _name(t) not in wanted:
             continue
         src = by_name.get(_name(t))
-        raw = buffer_bytes(src.buffer) if src is not None else None
+        raw = _buffer_bytes(q.buffers[src.buffer], qbytes) if src is not None else None
         if raw is None:
             raise EdgedepthError(f"{int8_path!r} has no constant tensor {_name(t)!r}: not made from this FP32 graph")
         shape = [int(s) for s in t.shape]
@@ -113,53 +115,37 @@ def rebuild(stripped_path: str, int8_path: str, out_path: str) -> int:
     return filled
 
 
-def _int8_weight_buffers(S, model, data: bytes):
-    """(buffer, raw bytes) of every INT8 constant tensor (inline data, or stored after the flatbuffer at offset/size)."""
+def _rewrite_int8(path: str, out_path: str, values) -> int:
+    """Replace every INT8 constant tensor's bytes with ``values(n_bytes) -> uint8 array``; returns how many."""
+    S, model = _load(path)
+    data = open(path, "rb").read()
+    targets = []
     for t in model.subgraphs[0].tensors:
         b = model.buffers[t.buffer]
-        if t.type != S.TensorType.INT8:
-            continue
-        if b.data is not None:
-            yield b, np.asarray(b.data, np.uint8).tobytes()
-        elif b.offset:
-            yield b, data[b.offset:b.offset + b.size]
-
-
-def _inline_buffers(model, data: bytes) -> None:
-    """Move buffers stored after the flatbuffer (offset/size) inline, so the model can be re-packed on its own."""
-    for b in model.buffers:
+        raw = _buffer_bytes(b, data) if t.type == S.TensorType.INT8 else None
+        if raw is not None:
+            targets.append((b, len(raw)))
+    for b in model.buffers:          # re-packing writes inline buffers only: pull offset/size ones in
         if b.offset and b.data is None:
-            b.data = np.frombuffer(data[b.offset:b.offset + b.size], np.uint8)
+            b.data = np.frombuffer(_buffer_bytes(b, data), np.uint8)
         b.offset = b.size = 0
+    for b, n in targets:
+        b.data = values(n)
+    _save(model, out_path)
+    return len(targets)
 
 
 def zero_int8(int8_path: str, out_path: str) -> int:
     """Timing twin of an INT8 file: every int8 weight set to 0 (scales, float tensors and graph kept), so the file
     compresses to a few MB.  Only for latency elsewhere (``fill_int8`` there): int8 GEMM time does not depend on
     values.  Returns how many buffers were zeroed."""
-    S, model = _load(int8_path)
-    data, n = open(int8_path, "rb").read(), 0
-    targets = list(_int8_weight_buffers(S, model, data))
-    _inline_buffers(model, data)
-    for b, raw in targets:
-        b.data = np.zeros(len(raw), np.uint8)
-        n += 1
-    _save(model, out_path)
-    return n
+    return _rewrite_int8(int8_path, out_path, lambda n: np.zeros(n, np.uint8))
 
 
 def fill_int8(zeroed_path: str, out_path: str, seed: int = 0) -> int:
     """Refill a ``zero_int8`` twin's int8 weights with seeded uniform values in [-127, 127]; returns buffers filled."""
-    S, model = _load(zeroed_path)
-    data, n = open(zeroed_path, "rb").read(), 0
     rng = np.random.default_rng(seed)
-    targets = list(_int8_weight_buffers(S, model, data))
-    _inline_buffers(model, data)
-    for b, raw in targets:
-        b.data = rng.integers(-127, 128, len(raw), dtype=np.int8).view(np.uint8)
-        n += 1
-    _save(model, out_path)
-    return n
+    return _rewrite_int8(zeroed_path, out_path, lambda n: rng.integers(-127, 128, n, dtype=np.int8).view(np.uint8))
 
 
 if __name__ == "__main__":
