@@ -40,7 +40,7 @@ def section_ops(L):
         L.append(f"| `{info['file']}` | {info['ops']} | {'yes' if g['fully_delegated'] else '**no**'} | "
                  f"{g['cpu_ops'] if g['cpu_ops'] is not None else '–'} | {g['error'] or '–'} |")
     ops = sorted(set(files["fp32_plain"]["op_histogram"]) | set(files["fp32"]["op_histogram"]),
-                 key=lambda o: -files["fp32_plain"]["op_histogram"].get(o, 0))
+                 key=lambda o: (-files["fp32_plain"]["op_histogram"].get(o, 0), o))   # ties by name: stable output
     L += ["", "Op histogram, FP32, plain → optimised:", "", "| op | plain | optimised | Δ |", "|---|---|---|---|"]
     for o in ops:
         a, b = files["fp32_plain"]["op_histogram"].get(o, 0), files["fp32"]["op_histogram"].get(o, 0)
