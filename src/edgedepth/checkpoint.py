@@ -17,6 +17,7 @@ import dataclasses
 import os
 import sys
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -86,13 +87,39 @@ def synthetic_config(kind: str = "synthetic"):
     )
 
 
+def _normal_like(rng, shape, std: float, mean: float = 0.0) -> torch.Tensor:
+    """Seeded approximately-normal float32 values that are the same bytes on every CPU.
+
+    Irwin-Hall: the sum of 12 uniforms minus 6 (mean 0, std 1, bounded by +-6).  numpy's uniform doubles are exact
+    conversions of the generator's integers and the sum runs in a fixed order of elementwise IEEE adds, then one
+    rounding to float32 -- unlike ``torch.randn``, whose float32 kernel gives different values under AVX2 and the
+    default CPU capability (measured), or any sampler that calls libm.
+    """
+    n = int(np.prod(shape)) if len(shape) else 1
+    u = rng.random((12, n))
+    z = u[0]
+    for k in range(1, 12):
+        z = z + u[k]
+    return torch.from_numpy(((z - 6.0) * std + mean).astype(np.float32).reshape(shape))
+
+
+def _on_grid(v: float, digits: int = 3) -> float:
+    """Round to ``digits`` significant decimal digits: a float64 forward pass differs between CPUs by ~1e-15 relative,
+    far below this grid, so the rounded value is the same on every machine."""
+    return float(f"{v:.{digits - 1}e}")
+
+
 @torch.no_grad()
 def _realistic_init(model: nn.Module, seed: int) -> None:
-    """Overwrite every parameter with seeded values shaped like trained ones (nothing zero, nothing exactly one)."""
-    g = torch.Generator().manual_seed(seed)
+    """Overwrite every parameter with seeded values shaped like trained ones (nothing zero, nothing exactly one).
+
+    CPU-independent by construction: values from :func:`_normal_like`; the head calibration below runs in float64 and
+    keeps only two numbers rounded to a coarse grid, applied with single correctly rounded float32 operations.
+    """
+    rng = np.random.Generator(np.random.PCG64(seed))
 
     def rnd(shape, std, mean=0.0):
-        return torch.randn(shape, generator=g) * std + mean
+        return _normal_like(rng, tuple(shape), std, mean)
 
     for name, p in model.named_parameters():
         if "lambda1" in name:                                   # LayerScale: trained DINOv2 values are ~0.01..1
@@ -109,15 +136,32 @@ def _realistic_init(model: nn.Module, seed: int) -> None:
     # Make the relative head produce a varied, mostly positive map (a trained head does; with random weights the final
     # ReLU would zero most of it): standardise conv3 on a seeded calibration image and centre its output above zero.
     head = model.head
-    x = rnd((1, 3, 518, 518) if model.config.backbone_config.hidden_size > 64 else (1, 3, 56, 70), 1.0)
+    size = (1, 3, 518, 518) if model.config.backbone_config.hidden_size > 64 else (1, 3, 56, 70)
+    x = rnd(size, 1.0).double()
     feats = {}
     hook = head.conv3.register_forward_hook(lambda m, i, o: feats.__setitem__("z", o))
-    model(pixel_values=x)
-    hook.remove()
-    z = feats["z"] - head.conv3.bias.view(1, -1, 1, 1)
-    mean, std = z.mean(), z.std().clamp_min(1e-12)
-    head.conv3.weight.div_(std)
-    head.conv3.bias.copy_(1.5 - mean / std)
+    model.double()
+    try:
+        model(pixel_values=x)
+    finally:
+        model.float()
+        hook.remove()
+    z = feats["z"] - head.conv3.bias.double().view(1, -1, 1, 1)
+    mean, std = _on_grid(float(z.mean())), _on_grid(max(float(z.std()), 1e-12))
+    head.conv3.weight.copy_((head.conv3.weight.double() / std).float())       # one IEEE division, one rounding
+    head.conv3.bias.copy_(torch.full_like(head.conv3.bias, 1.5 - mean / std))
+
+
+def state_dict_digest(model: nn.Module) -> str:
+    """SHA-256 over the state dict (names, dtypes, shapes, raw bytes, in name order): the checkpoint's identity."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        t = t.detach().contiguous().cpu()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}\n".encode())
+        h.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.view(torch.int16).numpy().tobytes())
+    return h.hexdigest()
 
 
 def load_synthetic(kind: str = "synthetic", seed: int = SYNTHETIC_SEED) -> Checkpoint:

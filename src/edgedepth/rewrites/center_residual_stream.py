@@ -4,7 +4,8 @@ LayerNorm(x) == LayerNorm(Cx) with C = I - 11^T/D (the centring projection).  Ev
 is linear and its output goes through C once: the patch conv, the CLS/position constants, every ``o_proj`` and
 ``fc2`` (rows recentred: W' = CW, b' = Cb).  Then every LayerNorm — norm1, norm2 and the backbone's output LayerNorm —
 can skip MEAN + SUB (50 ops and two passes over [1, N, D] each in Depth Anything V2 Small).
-Float-rounding exact (rel-L2 ~1e-7, measured in tests).  Needs freeze_position_embedding, fold_layerscale and
+Float-rounding exact (rel-L2 ~1e-7, measured in tests); means are exactly rounded sums (:mod:`._exact`), so the
+centred weights are the same bytes on every CPU.  Needs freeze_position_embedding, fold_layerscale and
 fast_layernorm first.
 """
 
@@ -14,6 +15,7 @@ import torch
 from torch import nn
 
 from ._base import RewriteContext, encoder_layers, fresh_copy
+from ._exact import exact_center
 from ._modules import EdgeBackbone, EdgeLayerNorm, FrozenEmbeddings
 
 NAME = "center_residual_stream"
@@ -21,16 +23,13 @@ EXACT = True
 
 
 def _center_rows(weight: torch.Tensor, bias: torch.Tensor | None) -> None:
-    w = weight.detach().double()
-    weight.copy_((w - w.mean(0, keepdim=True)).to(weight.dtype))
+    weight.copy_(exact_center(weight, 0).to(weight.dtype))
     if bias is not None:
-        b = bias.detach().double()
-        bias.copy_((b - b.mean()).to(bias.dtype))
+        bias.copy_(exact_center(bias, 0).to(bias.dtype))
 
 
 def _center_last(t: torch.Tensor) -> None:
-    v = t.detach().double()
-    t.copy_((v - v.mean(-1, keepdim=True)).to(t.dtype))
+    t.copy_(exact_center(t, t.dim() - 1).to(t.dtype))
 
 
 @torch.no_grad()

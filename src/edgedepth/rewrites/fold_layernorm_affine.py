@@ -3,7 +3,8 @@
 norm1 -> q/k/v (or the fused qkv), norm2 -> mlp.fc1, the backbone's output LayerNorm -> the four reassemble
 projections (its output feeds nothing else: the CLS token is dropped).  W(g*n + b) + c == (W diag g) n + (W b + c).
 Answers: 2 elementwise ops (MUL, ADD) over [1, N, D] per LayerNorm (25 LayerNorms -> 50 ops).
-Float-rounding exact (rel-L2 ~1e-7).  Needs :mod:`fast_layernorm` first.
+Float-rounding exact (rel-L2 ~1e-7); the folded values are the same bytes on every CPU (float64 products, exactly
+rounded sums: :mod:`._exact`).  Needs :mod:`fast_layernorm` first.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import torch
 from torch import nn
 
 from ._base import RewriteContext, encoder_layers, fresh_copy
+from ._exact import exact_matvec_add
 from ._modules import EdgeLayerNorm, TokenReassemble
 
 NAME = "fold_layernorm_affine"
@@ -22,15 +24,16 @@ def _fold(norm: EdgeLayerNorm, consumers: list[nn.Module]) -> bool:
     if norm.weight is None and norm.bias is None:
         return False
     g = norm.weight.detach().double() if norm.weight is not None else None
-    b = norm.bias.detach().double() if norm.bias is not None else None
     for mod in consumers:
-        w = mod.weight.detach().double()
+        w = mod.weight.detach()
         w2 = w.reshape(w.shape[0], w.shape[1])                      # Linear [out,in] or 1x1 conv [out,in,1,1]
-        bias = mod.bias.detach().double() if mod.bias is not None else torch.zeros(w.shape[0], dtype=torch.float64)
-        if b is not None:
-            bias = bias + w2 @ b
+        if norm.bias is not None:
+            bias = exact_matvec_add(w2, norm.bias, mod.bias)        # W b + c, CPU-independent
+        else:
+            bias = mod.bias.detach().double() if mod.bias is not None else torch.zeros(w.shape[0], dtype=torch.float64)
+        w2 = w2.double()
         if g is not None:
-            w2 = w2 * g[None, :]
+            w2 = w2 * g[None, :]                                    # exact in float64, rounded once below
         mod.weight.copy_(w2.reshape(w.shape).to(mod.weight.dtype))
         if mod.bias is None:
             mod.bias = nn.Parameter(bias.to(mod.weight.dtype), requires_grad=False)

@@ -1,9 +1,12 @@
 """Freeze DINOv2's position-embedding interpolation for the export size into one constant.
 
 Answers: ~33 ops of bicubic resize on constants in the converted graph, among them GATHER_ND and BROADCAST_TO, which
-LiteRT's GPU delegate does not accelerate.  Exact (bit-identical): the constant is computed by transformers' own
-``interpolate_pos_encoding`` (float32 bicubic, including its no-interpolation branch at 518x518), and the CLS/patch
-additions are the same float adds in a different grouping of the concatenation.
+LiteRT's GPU delegate does not accelerate.  The resize is transformers' ``interpolate_pos_encoding`` (bicubic,
+A=-0.75, align_corners=False, same branch rule: no resize when the grid already matches and the image is square) but
+computed in float64 with a fixed operation order (:func:`._exact.bicubic_resize`) and rounded to float32 once, so the
+constant is the same bytes on every CPU; PyTorch's float32 bicubic kernel gives different bits under different CPU
+capabilities.  Float-rounding exact where a resize happens (<= 1 float32 rounding per value); bit-identical where it
+does not (e.g. 518x518).  The CLS/patch additions are the same float adds in a different grouping of the concatenation.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import torch
 from torch import nn
 
 from ._base import RewriteContext, fresh_copy
+from ._exact import bicubic_resize
 from ._modules import FrozenEmbeddings
 
 NAME = "freeze_position_embedding"
@@ -30,10 +34,19 @@ def freeze_position_embedding(model: nn.Module, ctx: RewriteContext) -> tuple[nn
     ph, pw = emb.patch_embeddings.patch_size
     if ctx.height % ph or ctx.width % pw:
         raise ValueError(f"export size {ctx.height}x{ctx.width} is not a multiple of the patch size {ph}x{pw}")
-    n = (ctx.height // ph) * (ctx.width // pw) + 1
-    dim = emb.position_embeddings.shape[-1]
-    dummy = torch.zeros(1, n, dim, dtype=emb.position_embeddings.dtype)
-    pos = emb.interpolate_pos_encoding(dummy, ctx.height, ctx.width)          # transformers' own code path
+    pos = _position_embedding(emb.position_embeddings, ctx.height // ph, ctx.width // pw, ctx.height == ctx.width)
     cls_pos = emb.cls_token + pos[:, :1]
     model.backbone.embeddings = FrozenEmbeddings(emb.patch_embeddings, cls_pos, pos[:, 1:], ctx.height, ctx.width)
     return model, 1
+
+
+def _position_embedding(table: torch.Tensor, grid_h: int, grid_w: int, square: bool) -> torch.Tensor:
+    """[1, 1 + grid_h*grid_w, D] position embedding for a grid, as Dinov2Embeddings.interpolate_pos_encoding."""
+    n_pos = table.shape[1] - 1
+    side = int(round(n_pos ** 0.5))
+    if grid_h * grid_w == n_pos and square:                  # transformers' no-interpolation branch
+        return table
+    dim = table.shape[-1]
+    grid = table[:, 1:].reshape(1, side, side, dim).permute(0, 3, 1, 2)
+    patch = bicubic_resize(grid, grid_h, grid_w).to(table.dtype).permute(0, 2, 3, 1).reshape(1, -1, dim)
+    return torch.cat((table[:, :1], patch), dim=1)
