@@ -22,8 +22,9 @@ RECIPE = {
     "litert": {"precisions": ["fp32", "int8"]},
     # ExecuTorch: the 224x224 preset mirrors the published WebGPU .pte; XNNPACK runs here, WebGPU is lowering only
     "executorch": {"sizes": ["224x224"], "backends": ["xnnpack", "webgpu"], "precisions": ["fp32"]},
-    "parity": {"images": 8, "backend": "cpu"},  # from the default bundled image set (deterministic)
-    # committed benchmark data; latency rows are embedded only for files whose sha256 matches a timed file
+    "parity": {"images": 8, "backend": "cpu"},  # build gate, default bundled image set (values -> build-report.json)
+    # committed benchmark data; parity/latency rows are embedded only for files whose sha256 matches a measured file
+    "parity_data": [os.path.join(_RESULTS, "release_cpu_parity.json")],
     "latency_data": [os.path.join(_RESULTS, f"release_cpu_latency_{s}.json")
                      for s in ("518x686", "686x518", "518x518", "392x518", "252x252", "224x224")],
 }

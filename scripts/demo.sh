@@ -13,16 +13,19 @@ echo "== verify"
 $BIN/edgedepth verify "$REL"
 echo
 echo "== what is in it (from manifest.json)"
-$BIN/python - "$REL/manifest.json" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
+$BIN/python - "$REL" <<'PY'
+import json, os, sys
+m = json.load(open(os.path.join(sys.argv[1], "manifest.json")))
+built = json.load(open(os.path.join(sys.argv[1], "build-report.json")))["files"]
 for f in m["files"]:
     if f.get("format") != "tflite":
         continue
     gpu = {True: "fully on GPU", False: "NOT fully on GPU", None: "GPU not checked"}[f.get("gpu_fully_delegated")]
-    p = f.get("parity_cpu") or {}
+    p = built.get(f["path"], {}).get("parity_cpu") or {}
+    lat = f["latency"][0]["median_ms"] if f.get("latency") else float("nan")
     print(f"  {f['path']:48s} {f['bytes'] / 1e6:6.1f} MB  {f['ops']:4d} ops  {gpu:16s} "
-          f"rel-L2 vs PyTorch {p.get('pooled_rel_l2', float('nan')):.1e}")
+          f"rel-L2 vs PyTorch {p.get('pooled_rel_l2', float('nan')):.1e} (this machine)  "
+          f"CPU {lat:.0f} ms (committed record)")
 PY
 echo
 echo "== predict (sample photo: matplotlib's grace_hopper.jpg)"

@@ -96,12 +96,14 @@ def environment(threads: int | None = None) -> dict:
     """Where a number was measured: CPU, cores, threads, library versions."""
     from importlib.metadata import PackageNotFoundError, version
 
-    cpu = platform.processor()
+    cpu, flags = platform.processor(), set()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
+                if line.startswith("model name") and cpu == platform.processor():
                     cpu = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
                     break
     except OSError:
         pass
@@ -111,5 +113,6 @@ def environment(threads: int | None = None) -> dict:
             versions[pkg] = version(pkg)
         except PackageNotFoundError:
             pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "threads": threads, "python": platform.python_version(),
+    isa = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in flags]
+    return {"cpu": cpu, "cpu_isa": isa, "cores": os.cpu_count(), "threads": threads, "python": platform.python_version(),
             "machine": platform.machine(), "versions": versions, "date": time.strftime("%Y-%m-%d", time.gmtime())}

@@ -250,8 +250,10 @@ def cmd_release(args) -> int:
     recipe, digest = load_recipe(args.recipe)
     sizes = [x.strip() for x in args.sizes.split(",")] if args.sizes else recipe["sizes"]
     n_files = len(sizes) * len(recipe["litert"]["precisions"])
+    et = recipe.get("executorch") or {}
+    n_xnnpack = len(et.get("sizes", [])) * len(et.get("precisions", [])) * ("xnnpack" in et.get("backends", []))
     stages = 2 + len(sizes) * 1 + n_files * ((not args.no_gpu_check) + (args.parity_images != 0)) \
-        + len(recipe.get("executorch", {}).get("sizes", []))
+        + len(et.get("sizes", [])) + n_xnnpack * (args.parity_images != 0)
     with Stages(stages, enabled=not args.quiet) as s:
         m = build(recipe, digest, args.out, model=args.model, sizes=sizes, parity_images=args.parity_images,
                   gpu_check=not args.no_gpu_check, progress=s.start)

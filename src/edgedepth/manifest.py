@@ -15,8 +15,10 @@ from .preprocess import MEAN, STD
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
-# Files of a release folder that the manifest does not list (it cannot hash itself).
-UNLISTED = {MANIFEST}
+BUILD_REPORT = "build-report.json"
+# Files of a release folder that the manifest does not list: itself (it cannot hash itself) and the build report
+# (what the building machine measured; machine-dependent, so outside the reproducible set).
+UNLISTED = {MANIFEST, BUILD_REPORT}
 
 INPUT_NORMALISATION = {"color": "RGB", "scale": "1/255", "mean": list(MEAN), "std": list(STD), "resize": "bicubic",
                        "range_after": "ImageNet-normalised"}

@@ -95,18 +95,28 @@ def render_model_card(m: dict) -> str:
             L += ["ExecuTorch: load the `.pte` with `executorch.runtime` (XNNPACK files) or the ExecuTorch WebGPU runtime "
                   "(WebGPU/Vulkan-delegated files, which the Python runtime cannot run).", ""]
     meth = m.get("parity_method", {})
-    rows = [f for f in models if f.get("parity_cpu")]
+    gate = meth.get("build_gate", {})
+    rows = [(f, p) for f in models for p in f.get("parity", [])]
+    L += ["## Parity with PyTorch", ""]
+    if gate.get("images", {}).get("count"):
+        img = gate["images"]
+        L += [f"Every file passed the build's parity gate against {meth.get('reference')} on {img['count']} images "
+              f"({img.get('set')}; set SHA-256 `{(img.get('sha256') or '')[:16]}…`): FP32 files {gate['fp32']}; "
+              f"quantised files {gate['quantized']}. The values the build measured are in `{gate['measured_values']}`.",
+              ""]
     if rows:
-        img = meth.get("images", {})
-        L += ["## Parity with PyTorch", "",
-              f"Reference: {meth.get('reference')}. Runtime: {meth.get('backend')}. Images: {img.get('count')} "
-              f"({img.get('set')}; set SHA-256 `{(img.get('sha256') or '')[:16]}…`). Metric: {meth.get('metric')}.", "",
-              "| file | pooled rel-L2 | max rel-L2 | Pearson | AbsRel (aligned) | δ<1.25 |", "|---|---|---|---|---|---|"]
-        for f in rows:
-            p = f["parity_cpu"]
-            L.append(f"| `{f['path']}` | {_e(p['pooled_rel_l2'])} | {_e(p['max_rel_l2'])} | {p['pearson']:.6f} | "
-                     f"{_e(p['aligned_absrel'])} | {p['aligned_delta1']:.4f} |")
-        L += [""]
+        L += [f"Measured on the exact files above (matched by SHA-256; committed benchmark data). Metric: "
+              f"{meth.get('metric')}.", "",
+              "| file | images | pooled rel-L2 | max rel-L2 | Pearson | AbsRel (aligned) | δ<1.25 | CPU, threads |",
+              "|---|---|---|---|---|---|---|---|"]
+        for f, p in rows:
+            L.append(f"| `{f['path']}` | {p['images']} | {_e(p['pooled_rel_l2'])} | {_e(p['max_rel_l2'])} | "
+                     f"{p['pearson']:.6f} | {_e(p['aligned_absrel'])} | {p['aligned_delta1']:.4f} | "
+                     f"{p.get('cpu')}, {p.get('threads')} |")
+    else:
+        L += ["No committed parity measurement matches these exact files (parity is shown only for files whose SHA-256 "
+              "matches the file that was measured)."]
+    L += [""]
     lat = [(f, r) for f in models for r in f.get("latency", [])]
     L += ["## Latency", ""]
     if lat:
@@ -140,8 +150,10 @@ def render_model_card(m: dict) -> str:
           f"- Recipe: `{prov['recipe']['name']}` sha256 `{prov['recipe']['sha256']}`, sizes "
           + ", ".join(prov["recipe"]["sizes"]),
           "- Versions: " + ", ".join(f"{k} {val}" for k, val in sorted(v.items())),
-          "- Rebuild: `python recipes/depth-anything-v2-small.py --out DIR` (edgedepth) gives byte-identical files with "
-          "the same versions; `edgedepth verify DIR` checks a folder against `manifest.json`.",
+          *([f"- Checkpoint state dict sha256 `{ck['state_dict_sha256']}`"] if ck.get("state_dict_sha256") else []),
+          "- Rebuild: `python recipes/depth-anything-v2-small.py --out DIR` (edgedepth) gives byte-identical files, "
+          "manifest and card on any x86-64 machine with the same checkpoint and the pinned versions; "
+          "`edgedepth verify DIR` checks a folder against `manifest.json`.",
           "", "## Citation", "", "```bibtex", CITATION, "```", "", "## License", "",
           "Apache-2.0 (see `LICENSE`); modifications are listed in `NOTICE`.", ""]
     return "\n".join(L)
