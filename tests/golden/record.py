@@ -2,6 +2,7 @@
 
     python tests/golden/record.py tiny DIR   # DIR built with tests/test_release.py's ARGS
     python tests/golden/record.py full DIR   # DIR from `make demo` (the synthetic full-size release)
+    python tests/golden/record.py state      # state-dict digests of the synthetic checkpoints, raw and rewritten
 
 Writes tests/golden/release_sha256.json, keeping the other section.  The tests rebuild and compare on whatever machine
 runs them, so a CPU on which a number comes out differently fails CI.
@@ -34,10 +35,28 @@ def _cpu():
     return platform.processor()
 
 
-def main(kind, folder):
+STATE_DICTS = {"synthetic": None, "synthetic rewritten 518x686": (518, 686),
+               "synthetic-tiny": None, "synthetic-tiny rewritten 56x70": (56, 70)}
+
+
+def state_dicts() -> dict:
+    """Digests of the synthetic checkpoints' state dicts, raw and after the default rewrites (no conversion)."""
+    from edgedepth.checkpoint import load_checkpoint, state_dict_digest
+    from edgedepth.rewrites import apply_rewrites
+
+    out = {}
+    for key, size in STATE_DICTS.items():
+        model = load_checkpoint(key.split()[0], quiet=True).model
+        out[key] = state_dict_digest(apply_rewrites(model, *size)[0] if size else model)
+    return out
+
+
+def main(kind, folder=None):
     data = json.load(open(PATH)) if os.path.isfile(PATH) else {}
-    names = sorted(os.listdir(folder))
-    if kind == "tiny":
+    names = sorted(os.listdir(folder)) if folder else []
+    if kind == "state":
+        data["state_dicts"] = state_dicts()
+    elif kind == "tiny":
         data["synthetic-tiny release"] = {
             "args": TINY_ARGS, "recorded_on": _cpu(),
             "sha256": {n: _sha(os.path.join(folder, n)) for n in names if n != "build-report.json"}}
@@ -56,3 +75,4 @@ def main(kind, folder):
 
 if __name__ == "__main__":
     main(*sys.argv[1:3])
+
