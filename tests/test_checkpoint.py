@@ -21,8 +21,7 @@ def test_synthetic_weights_are_realistic(tiny_ckpt):
     for name, p in tiny_ckpt.model.named_parameters():
         if name.endswith("mask_token"):
             continue  # unused at inference
-        assert p.abs().min() > 0 or p.numel() > 1000, name
-        assert not torch.all(p == 0), name
+        assert p.abs().min() > 0, f"{name} has an exact zero"   # Irwin-Hall init: no zero in any tensor, any size
         if "lambda1" in name or ("norm" in name and name.endswith("weight")):
             assert not torch.allclose(p, torch.ones_like(p)), name
 
@@ -61,7 +60,7 @@ def test_hub_offline_gives_one_clear_line(tmp_path):
     import os
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path))
-    r = run_cli("predict", __file__.replace(".py", ".py"), "-o", tmp_path, env=env)  # image check fails first
+    r = run_cli("predict", __file__, "-o", tmp_path, env=env)  # not an image: the image check fails first
     assert r.returncode == 2
     img = tmp_path / "x.png"
     from PIL import Image

@@ -1,12 +1,12 @@
 """FP16 safety (issue 8): activation-range probe, stress variant, the exact ``fp16_safe`` rewrite, FP16 emulation.
 
 All on ``synthetic-tiny`` (56x70, calibration = 4 photos of the default set): a few seconds per test, plus one pair of
-tiny conversions.  Measured numbers are in the comments next to the thresholds.
+tiny conversions.  Measured numbers are in the comments next to the thresholds.  Tolerances (conftest policy): the
+power-of-two rescaling is bit-identical; FP32 comparisons are bounded by PyTorch FP32's own error vs float64 measured
+here; the constants bound FP16 rounding/overflow effects (FP16 unit roundoff 4.9e-4), which FP32 rounding cannot reach.
 """
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
@@ -16,6 +16,7 @@ from edgedepth import ranges
 from edgedepth.checkpoint import DepthModule, load_checkpoint
 from edgedepth.rewrites import RewriteContext, apply_rewrites
 from edgedepth.rewrites.fp16_safe import MARGIN_BITS, fp16_safe, plan_from_rows, weight_report
+from conftest import FP32_NOISE_FACTOR, SWIFTSHADER_ICD, THREADS, float64_reference, require_vulkan
 
 H, W = 56, 70
 LIMIT = ranges.FP16_MAX / 2 ** MARGIN_BITS
@@ -34,6 +35,13 @@ def stress(tiny):
 @pytest.fixture(scope="module")
 def xs():
     return ranges.calibration_inputs((H, W), 4)[0]
+
+
+@pytest.fixture(scope="module")
+def xs_ref(tiny, xs):
+    """The original tiny model on the calibration photos: float64 outputs and PyTorch FP32's pooled rel-L2 to them."""
+    y64 = [float64_reference(tiny.model, x) for x in xs]
+    return {"fp64": y64, "noise": ranges.compare(ranges.fp32_outputs(tiny.model, xs), y64)["pooled_rel_l2"]}
 
 
 @pytest.fixture(scope="module")
@@ -72,14 +80,15 @@ def test_probe_flags_stress(stress, xs):
     assert "variance-overflow" in text and "overflow" in text and "NOT FP16-safe" in text
 
 
-def test_probe_same_stages_on_hf_and_rewritten(tiny, xs):
-    """Stages are found by role: the rewritten model reports the same stages and the same neck/head maxima."""
+def test_probe_same_stages_on_hf_and_rewritten(tiny, xs, xs_ref):
+    """Stages are found by role: the rewritten model reports the same stages and the same neck/head maxima (two FP32
+    runs: within 2x the noise factor of PyTorch FP32's own output error vs float64; measured ratio ~1)."""
     opt, _ = apply_rewrites(tiny.model, H, W)
     a, b = ranges.probe(tiny.model, xs, full=False), ranges.probe(opt, xs, full=False)
     assert [r["stage"] for r in a] == [r["stage"] for r in b]
     for ra, rb in zip(a, b):
         if ra["stage"].startswith(("neck.", "head.", "output")):
-            assert rb["max_abs"] == pytest.approx(ra["max_abs"], rel=1e-5), ra["stage"]
+            assert rb["max_abs"] == pytest.approx(ra["max_abs"], rel=2 * FP32_NOISE_FACTOR * xs_ref["noise"]), ra["stage"]
 
 
 def test_probe_statistics_on_constructed_tensors():
@@ -99,9 +108,11 @@ def test_probe_statistics_on_constructed_tensors():
     assert rows["huge"]["flags"] == ["overflow"] and rows["huge"]["overflow_frac"] > 0.1
 
 
-def test_stress_preserves_the_depth_map(tiny, stress, xs):
-    y0, y1 = ranges.fp32_outputs(tiny.model, xs), ranges.fp32_outputs(stress.model, xs)
-    assert ranges.compare(y1, y0)["pooled_rel_l2"] < 1e-5       # measured 4e-7: only the internal scales differ
+def test_stress_preserves_the_depth_map(tiny, stress, xs, xs_ref):
+    """Only the internal scales differ: the stressed model is the same function to FP32 rounding (measured 0.9x
+    PyTorch FP32's own error vs float64)."""
+    err = ranges.compare(ranges.fp32_outputs(stress.model, xs), xs_ref["fp64"])["pooled_rel_l2"]
+    assert err <= FP32_NOISE_FACTOR * xs_ref["noise"], (err, xs_ref["noise"])
     assert stress.name == "synthetic-tiny-fp16-stress"
 
 
@@ -218,21 +229,27 @@ def tflites(opt_and_safe, tmp_path_factory):
     return paths
 
 
-def test_converted_same_ops_bit_identical_cpu(tflites, xs):
+@pytest.mark.parametrize("threads", THREADS)
+def test_converted_same_ops_bit_identical_cpu(tflites, xs, threads):
     from edgedepth.inspect import describe
     from edgedepth.runtimes.litert import LiteRTRunner
 
     a, b = describe(tflites["opt"]), describe(tflites["safe"])
     assert a["op_histogram"] == b["op_histogram"]              # no op added (182 both)
-    ra, rb = LiteRTRunner(tflites["opt"]), LiteRTRunner(tflites["safe"])
+    ra, rb = LiteRTRunner(tflites["opt"], threads=threads), LiteRTRunner(tflites["safe"], threads=threads)
     assert _maxdiff([rb.run(x) for x in xs], [ra.run(x) for x in xs]) == 0.0   # XNNPACK too: measured 0.0
 
 
-@pytest.mark.skipif(not os.path.exists("/usr/lib/chromium/vk_swiftshader_icd.json"), reason="needs SwiftShader")
-def test_swiftshader_default_precision_computes_fp32(tflites, xs):
+@pytest.mark.gpu
+def test_swiftshader_default_precision_computes_fp32(tflites, xs, monkeypatch):
     """On SwiftShader (no shader-f16) the default precision policy still computes FP32: the stressed graph, whose
-    activations reach 1e8, comes out finite and bit-identical to enforce_f32.  FP16 behaviour needs a real GPU."""
+    activations reach 1e8, comes out finite and bit-identical to enforce_f32.  FP16 behaviour needs a real GPU.
+    SwiftShader is selected explicitly (a real GPU named in the environment would answer another question)."""
     from edgedepth.inspect import gpu_check
+
+    monkeypatch.delenv("VK_DRIVER_FILES", raising=False)
+    monkeypatch.setenv("VK_ICD_FILENAMES", SWIFTSHADER_ICD)
+    require_vulkan()
 
     g32 = gpu_check(tflites["opt"], x=xs[0], enforce_f32=True)
     g16 = gpu_check(tflites["opt"], x=xs[0], enforce_f32=False)

@@ -10,6 +10,7 @@ from conftest import run_cli
 PLAIN_OPS_TRANSFORMERS_5_24 = 748  # 746 + the all-true attention mask transformers 5 adds under export (3 ops... see NOTES)
 
 
+@pytest.mark.gpu
 def test_inspect_json_keys(tiny_plain_export):
     r = run_cli("inspect", tiny_plain_export["fp32"], "--json")
     assert r.returncode == 0, r.stderr

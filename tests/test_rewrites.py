@@ -1,6 +1,8 @@
 """Graph rewrites (edgedepth.rewrites): PyTorch parity per rewrite, purity, and the converted graph's properties.
 
 Fast tests use ``synthetic-tiny`` (hidden 32, 4 layers, 2 heads).  The full-size check is marked ``slow``.
+Tolerances follow the policy in conftest.py: bit-identical where a rewrite's docstring says so, otherwise within
+FP32_NOISE_FACTOR of PyTorch FP32's own error against a float64 run measured here.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def image_input(h: int, w: int, seed: int = 1) -> torch.Tensor:
     return ((img - mean) / std).float()
 
 
-from conftest import rel_l2  # noqa: E402
+from conftest import THREADS, assert_rounded_once, assert_within_fp32_noise, float64_reference  # noqa: E402
 
 
 @torch.no_grad()
@@ -67,15 +69,25 @@ def x_tiny():
     return image_input(TINY_H, TINY_W)
 
 
-# Measured on synthetic-tiny 56x70 (isolated effect of each rewrite on its input): bit-identical ones are 0;
-# the others are float-rounding level (max abs <= ~4e-6 on outputs of magnitude ~1..10, rel-L2 <= ~3e-7).
-BIT_EXACT = {"drop_attention_mask", "freeze_position_embedding", "fold_attention_scale", "fuse_qkv"}
+@pytest.fixture(scope="module")
+def ref_tiny(tiny, x_tiny):
+    """The original model on x_tiny: float64 reference and PyTorch FP32 (at the default thread count)."""
+    return {"fp64": float64_reference(tiny, x_tiny), "fp32": depth(tiny, x_tiny)}
 
 
-@pytest.mark.parametrize("idx", range(len(PIPELINE)), ids=[r.name for r in PIPELINE])
-def test_rewrite_parity_and_purity(tiny, x_tiny, idx):
-    if PIPELINE[idx].name == "fp16_safe":
-        pytest.skip("data-driven: a no-op on a model that fits FP16; see tests/test_fp16.py")
+# Bit-identical by construction (each rewrite's docstring): the mask adds 0; 1/sqrt(16) is a power of two; a fused
+# GEMM computes the same dot products.  freeze_position_embedding is bit-identical only where no resize happens
+# (test_other_sizes, 518x518); at 56x70 it is rounded once from float64 (test_frozen_position_embedding_rounded_once).
+# fp16_safe's bit identity is tested in tests/test_fp16.py (it is a no-op on a model that fits FP16).
+# The others are float-rounding exact: within FP32_NOISE_FACTOR of PyTorch FP32's own error vs float64 (measured
+# ratios 0.8-1.2, rel-L2 ~6e-7).
+BIT_EXACT = {"drop_attention_mask", "fold_attention_scale", "fuse_qkv"}
+TESTED_ELSEWHERE = {"fp16_safe"}
+
+
+@pytest.mark.parametrize("idx", [i for i, r in enumerate(PIPELINE) if r.name not in TESTED_ELSEWHERE],
+                         ids=[r.name for r in PIPELINE if r.name not in TESTED_ELSEWHERE])
+def test_rewrite_parity_and_purity(tiny, x_tiny, ref_tiny, idx, torch_threads):
     rw = PIPELINE[idx]
     prefix = [r.name for r in PIPELINE[:idx]]
     before, _ = apply_rewrites(tiny, TINY_H, TINY_W, names=prefix)
@@ -85,28 +97,26 @@ def test_rewrite_parity_and_purity(tiny, x_tiny, idx):
     assert changed > 0, f"{rw.name} changed nothing on the tiny model"
     assert_unchanged(before, snap)
     y0, y1 = depth(before, x_tiny), depth(after, x_tiny)
-    err, rel = float(np.abs(y1 - y0).max()), rel_l2(y1, y0)
     if rw.name in BIT_EXACT:
-        assert err == 0.0, f"{rw.name}: expected bit-identical, max abs {err:.3e}"
-    assert rw.exact
-    assert rel <= 1e-6, f"{rw.name}: rel-L2 {rel:.3e}"
-    assert err <= 2e-5 * max(1.0, float(np.abs(y0).max())), f"{rw.name}: max abs {err:.3e}"
+        err = float(np.abs(y1 - y0).max())
+        assert err == 0.0, f"{rw.name}: documented bit-identical, max abs {err:.3e} at {torch_threads} thread(s)"
+    else:
+        assert_within_fp32_noise(y1, ref_tiny["fp64"], ref_tiny["fp32"], what=rw.name, max_abs=True)
     # idempotent: running it again changes nothing more
     again, changed2 = rw.fn(after, RewriteContext(TINY_H, TINY_W))
     assert changed2 == 0
     assert np.array_equal(depth(again, x_tiny), y1)
 
 
-def test_pipeline_report_and_input_untouched(tiny, x_tiny):
+def test_pipeline_report_and_input_untouched(tiny, x_tiny, ref_tiny):
     snap = snapshot(tiny)
-    y0 = depth(tiny, x_tiny)
     model, report = apply_rewrites(tiny, TINY_H, TINY_W)
     assert_unchanged(tiny, snap)
     assert [r["name"] for r in report] == [r.name for r in PIPELINE if r.default]
     assert all(set(r) == {"name", "exact", "changed"} for r in report)
     assert all(r["changed"] > 0 for r in report)
-    y1 = depth(model, x_tiny)
-    assert rel_l2(y1, y0) <= 1e-6
+    assert_within_fp32_noise(depth(model, x_tiny), ref_tiny["fp64"], ref_tiny["fp32"], what="default pipeline",
+                             max_abs=True)
     # the structural results the later checks rely on
     assert isinstance(model.backbone.embeddings, FrozenEmbeddings)
     assert all(isinstance(l.attention, EdgeAttention) and l.attention.qkv is not None for l in model.backbone.layers)
@@ -126,20 +136,41 @@ def test_names_subset_runs_in_pipeline_order(tiny):
 
 @pytest.mark.parametrize("hw", [(518, 518), (224, 224), (392, 518)], ids=lambda hw: f"{hw[0]}x{hw[1]}")
 def test_other_sizes(tiny, hw):
-    """518x518 takes DINOv2's no-interpolation branch; the frozen constant must follow it bit for bit."""
+    """518x518 takes DINOv2's no-interpolation branch: the frozen constant follows it bit for bit.  Where a resize
+    happens (224x224, 392x518) the constant is rounded once from float64: within FP32 noise of the original."""
     h, w = hw
     x = image_input(h, w, seed=2)
-    y0 = depth(tiny, x)
+    y0, y64 = depth(tiny, x), float64_reference(tiny, x)
     frozen, _ = apply_rewrites(tiny, h, w, names=["drop_attention_mask", "freeze_position_embedding"])
-    assert np.array_equal(depth(frozen, x), y0)
+    if hw == (518, 518):
+        assert np.array_equal(depth(frozen, x), y0)
+    else:
+        assert_within_fp32_noise(depth(frozen, x), y64, y0, what=f"frozen position embedding {h}x{w}", max_abs=True)
     model, _ = apply_rewrites(tiny, h, w)
-    y1 = depth(model, x)
-    # float32 noise itself is ~1-2e-6 here (measured vs float64): the rewritten model must be as close to the
-    # float64 reference as the original float32 model is, and within 2e-6 of it (measured 0.9-1.0e-6).
-    with torch.no_grad():
-        y64 = DepthModule(copy.deepcopy(tiny).double()).eval()(x.double()).numpy()
-    assert rel_l2(y1, y64) <= 1.1 * rel_l2(y0, y64) + 1e-7
-    assert rel_l2(y1, y0) <= 2e-6
+    assert_within_fp32_noise(depth(model, x), y64, y0, what=f"default pipeline {h}x{w}", max_abs=True)
+
+
+@pytest.mark.parametrize("hw", [(TINY_H, TINY_W), (392, 518), (518, 518)], ids=lambda hw: f"{hw[0]}x{hw[1]}")
+def test_frozen_position_embedding_rounded_once(tiny, hw):
+    """The frozen constant is transformers' interpolation (bicubic, A=-0.75, align_corners=False) computed in float64
+    and rounded to float32 once (its docstring): <= 0.5 float32 ULP from PyTorch's float64 bicubic of the table.
+    (transformers itself resizes in float32, even in a float64 model.)  Where no resize happens: the table itself."""
+    h, w = hw
+    frozen, _ = apply_rewrites(tiny, h, w, names=["drop_attention_mask", "freeze_position_embedding"])
+    emb = frozen.backbone.embeddings
+    table = tiny.backbone.embeddings.position_embeddings.detach()
+    cls = tiny.backbone.embeddings.cls_token.detach()
+    side, dim = int(round((table.shape[1] - 1) ** 0.5)), table.shape[-1]
+    if hw == (518, 518):
+        assert torch.equal(emb.patch_pos, table[:, 1:]) and torch.equal(emb.cls_pos, cls + table[:, :1])
+        return
+    grid = table[:, 1:].double().reshape(1, side, side, dim).permute(0, 3, 1, 2)
+    pos64 = torch.nn.functional.interpolate(grid, size=(h // 14, w // 14), mode="bicubic", align_corners=False)
+    pos64 = pos64.permute(0, 2, 3, 1).reshape(1, -1, dim)
+    scale = float(table.abs().max())
+    assert_rounded_once(emb.patch_pos.numpy(), pos64.numpy(), scale, what=f"patch_pos {h}x{w}")
+    assert_rounded_once(emb.cls_pos.numpy(), (cls.double() + table[:, :1].double()).numpy(), scale,
+                        what=f"cls_pos {h}x{w}")
 
 
 def test_frozen_size_is_enforced(tiny):
@@ -176,11 +207,15 @@ def tiny_tflite(tiny, tmp_path_factory):
     return path
 
 
-def test_converted_tiny_graph_and_cpu_parity(tiny, x_tiny, tiny_tflite):
+def test_converted_tiny_graph(tiny_tflite):
     hist = _check_graph(tiny_tflite)
     assert sum(hist.values()) <= 190, dict(hist)          # plain tiny conversion: 403 ops; measured 182
-    y_ref = depth(tiny, x_tiny)
-    assert rel_l2(LiteRTRunner(str(tiny_tflite)).run(x_tiny.numpy()), y_ref) <= 1e-6
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_converted_tiny_cpu_parity(x_tiny, ref_tiny, tiny_tflite, threads):
+    y = LiteRTRunner(str(tiny_tflite), threads=threads).run(x_tiny.numpy())
+    assert_within_fp32_noise(y, ref_tiny["fp64"], ref_tiny["fp32"], what=f"LiteRT CPU {threads} thread(s)")
 
 
 def test_rewrites_keep_the_arithmetic(tiny_tflite, tiny_plain_export):
@@ -189,27 +224,29 @@ def test_rewrites_keep_the_arithmetic(tiny_tflite, tiny_plain_export):
     assert plain["total"] > 0 and opt == plain
 
 
-def test_tiny_gpu_fp32_and_int8(tiny, x_tiny, tiny_tflite, tmp_path):
+@pytest.mark.gpu
+def test_tiny_gpu_fp32_and_int8(x_tiny, ref_tiny, tiny_tflite, tmp_path):
     """Full WebGPU delegation (SwiftShader) for FP32 and dynamic INT8; FP32 GPU parity (enforce_f32)."""
-    y_ref = depth(tiny, x_tiny)
-    assert rel_l2(_gpu(tiny_tflite, x_tiny), y_ref) <= 1e-6
+    assert_within_fp32_noise(_gpu(tiny_tflite, x_tiny), ref_tiny["fp64"], ref_tiny["fp32"], what="GPU (enforce_f32)")
     int8 = tmp_path / "tiny_rw_int8.tflite"
     litert.quantize_int8(str(tiny_tflite), str(int8))
     _gpu(int8)
 
 
 @pytest.mark.slow
-def test_full_size_518x686(tmp_path):
+@pytest.mark.gpu
+def test_full_size_518x686(tmp_path, full_reference):
     h, w = 518, 686
-    model = load_checkpoint("synthetic", quiet=True).model
-    x = image_input(h, w)
-    opt, _ = apply_rewrites(model, h, w)
+    ref = full_reference
+    x = ref["x"]
+    opt, _ = apply_rewrites(ref["ckpt"].model, h, w)
     path = tmp_path / "full_rw.tflite"
     litert.convert_fp32(DepthModule(opt), h, w, str(path))
     hist = _check_graph(path)
     assert sum(hist.values()) <= 450, dict(hist)          # plain: 748; measured 397
-    y_ref = depth(model, x)
-    assert rel_l2(LiteRTRunner(str(path)).run(x.numpy()), y_ref) <= 1e-6
+    for threads in THREADS:
+        assert_within_fp32_noise(LiteRTRunner(str(path), threads=threads).run(x), ref["fp64"], ref["fp32"],
+                                 what=f"full size, LiteRT CPU {threads} thread(s)")
     _gpu(path)
     int8 = tmp_path / "full_rw_int8.tflite"
     litert.quantize_int8(str(path), str(int8))
