@@ -378,7 +378,7 @@ def main():
          "", "All numbers are for the **synthetic** full-size model (exact architecture, seeded realistic weights): graph, "
          "op counts, delegation, latency and parity transfer to the trained checkpoint; depth quality does not.", "",
          "Results dated before 2026-12-03 used the earlier synthetic init (`torch.randn`, whose values depend on the "
-         "CPU); from 2026-12-03 the synthetic weights are CPU-independent (state-dict SHA-256 `350ca46f3e5b…`). Same "
+         "CPU); from 2026-12-03 the synthetic weights are CPU-independent (state-dict SHA-256 `6ed8f296b306…`). Same "
          "architecture, same distributions: op counts and delegation are identical, latency and parity comparable.", ""]
     section_ops(L)
     section_ablation(L)
