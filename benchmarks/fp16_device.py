@@ -139,8 +139,9 @@ def derive(stripped: str, source_fp32: str, exps: dict[str, int], out_path: str)
 def prepare(a) -> None:
     import torch
 
-    from edgedepth import ranges, transport
-    from edgedepth.checkpoint import DepthModule
+    from edgedepth import transport
+    from edgedepth.checkpoint import DepthModule, load_checkpoint
+    from edgedepth.fp16.probe import calibration_inputs
     from edgedepth.images import source_files
     from edgedepth.inspect import describe
     from edgedepth.manifest import sha256_file
@@ -156,7 +157,7 @@ def prepare(a) -> None:
     shutil.rmtree(BUNDLE, ignore_errors=True)
     os.makedirs(os.path.join(BUNDLE, "images"))
     t0 = time.time()
-    ckpt = ranges.load_for_ranges(a.model, quiet=True)
+    ckpt = load_checkpoint(a.model, quiet=True)
     opt, _ = apply_rewrites(ckpt.model, h, w)
     safe, changed = fp16_safe(opt, RewriteContext(h, w))
     plan = getattr(safe, "fp16_safe_plan", None)
@@ -183,7 +184,7 @@ def prepare(a) -> None:
     td, ts = _float_tensors(d), _float_tensors(s)
     assert all(np.array_equal(td[n][1], ts[n][1]) for n in names), "derived fp16-safe weights differ"
     # FP32 parity here: LiteRT CPU, fp16-safe vs optimised (both original FP32 files), one image
-    xs, meta = ranges.calibration_inputs((h, w), 1)
+    xs, meta = calibration_inputs((h, w), 1)
     y_opt = LiteRTRunner(files["opt"], "cpu").run(xs[0])
     y_safe = LiteRTRunner(files["safe"], "cpu").run(xs[0])
     variants = {

@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 import torch
 
-from edgedepth import ranges
+from edgedepth.fp16 import FP16_MAX, emulate, probe, report
+from edgedepth.fp16.stress import stress_checkpoint
 from edgedepth.checkpoint import DepthModule, load_checkpoint
 from edgedepth.rewrites import RewriteContext, apply_rewrites
 from edgedepth.rewrites.fp16_safe import MARGIN_BITS, fp16_safe, plan_from_rows, weight_report
 from conftest import FP32_NOISE_FACTOR, SWIFTSHADER_ICD, THREADS, float64_reference, require_vulkan
 
 H, W = 56, 70
-LIMIT = ranges.FP16_MAX / 2 ** MARGIN_BITS
+LIMIT = FP16_MAX / 2 ** MARGIN_BITS
 
 
 @pytest.fixture(scope="module")
@@ -29,19 +30,19 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def stress(tiny):
-    return ranges.stress_checkpoint(tiny)
+    return stress_checkpoint(tiny)
 
 
 @pytest.fixture(scope="module")
 def xs():
-    return ranges.calibration_inputs((H, W), 4)[0]
+    return probe.calibration_inputs((H, W), 4)[0]
 
 
 @pytest.fixture(scope="module")
 def xs_ref(tiny, xs):
     """The original tiny model on the calibration photos: float64 outputs and PyTorch FP32's pooled rel-L2 to them."""
     y64 = [float64_reference(tiny.model, x) for x in xs]
-    return {"fp64": y64, "noise": ranges.compare(ranges.fp32_outputs(tiny.model, xs), y64)["pooled_rel_l2"]}
+    return {"fp64": y64, "noise": emulate.compare(emulate.fp32_outputs(tiny.model, xs), y64)["pooled_rel_l2"]}
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +60,8 @@ def _maxdiff(a, b) -> float:
 
 
 def test_probe_plain_is_fp16_safe(tiny, xs):
-    rows = ranges.probe(tiny.model, xs)
-    s = ranges.summarize(rows)
+    rows = probe.probe(tiny.model, xs)
+    s = probe.summarize(rows)
     assert s["fp16_safe"], s
     assert s["max_abs"] < 100                                  # measured 9.8 (head.conv2)
     r = next(r for r in rows if r["stage"] == "output")
@@ -68,15 +69,15 @@ def test_probe_plain_is_fp16_safe(tiny, xs):
 
 
 def test_probe_flags_stress(stress, xs):
-    rows = ranges.probe(stress.model, xs)
-    s = ranges.summarize(rows)
+    rows = probe.probe(stress.model, xs)
+    s = probe.summarize(rows)
     assert not s["fp16_safe"]
     assert {"head.conv1", "head.conv2", "neck.fusion3.projection"} <= set(s["overflow_stages"]), s
     assert s["max_abs"] > 1e7                                  # measured 1.2e8 at head.conv2
     # the backbone stream fits FP16 storage, but LayerNorm's (x - mean)^2 does not
-    assert all(r["max_abs"] < ranges.FP16_MAX for r in rows if r["group"] == "stream")
+    assert all(r["max_abs"] < FP16_MAX for r in rows if r["group"] == "stream")
     assert any(r.get("variance_overflow") for r in rows)
-    text = ranges.format_ranges({"rows": rows})
+    text = report.format_ranges({"rows": rows})
     assert "variance-overflow" in text and "overflow" in text and "NOT FP16-safe" in text
 
 
@@ -84,7 +85,7 @@ def test_probe_same_stages_on_hf_and_rewritten(tiny, xs, xs_ref):
     """Stages are found by role: the rewritten model reports the same stages and the same neck/head maxima (two FP32
     runs: within 2x the noise factor of PyTorch FP32's own output error vs float64; measured ratio ~1)."""
     opt, _ = apply_rewrites(tiny.model, H, W)
-    a, b = ranges.probe(tiny.model, xs, full=False), ranges.probe(opt, xs, full=False)
+    a, b = probe.probe(tiny.model, xs, full=False), probe.probe(opt, xs, full=False)
     assert [r["stage"] for r in a] == [r["stage"] for r in b]
     for ra, rb in zip(a, b):
         if ra["stage"].startswith(("neck.", "head.", "output")):
@@ -98,7 +99,7 @@ def test_probe_statistics_on_constructed_tensors():
     cases = {"clean": signal, "offset": 3000.0 + 0.1 * signal, "huge": 1e5 * signal}
     rows = {}
     for name, t in cases.items():
-        acc = ranges._Acc("tensor", None)
+        acc = probe._Acc("tensor", None)
         acc.add(t, 1)
         acc.new_image()
         rows[name] = acc.row(name)
@@ -111,8 +112,34 @@ def test_probe_statistics_on_constructed_tensors():
 def test_stress_preserves_the_depth_map(tiny, stress, xs, xs_ref):
     """Only the internal scales differ: the stressed model is the same function to FP32 rounding (measured 0.9x
     PyTorch FP32's own error vs float64)."""
-    err = ranges.compare(ranges.fp32_outputs(stress.model, xs), xs_ref["fp64"])["pooled_rel_l2"]
+    err = emulate.compare(emulate.fp32_outputs(stress.model, xs), xs_ref["fp64"])["pooled_rel_l2"]
     assert err <= FP32_NOISE_FACTOR * xs_ref["noise"], (err, xs_ref["noise"])
+
+
+def test_stress_variant_name_loads_through_checkpoint(tiny):
+    """``*-fp16-stress`` is a variant registered by edgedepth.fp16 with checkpoint's registry (no import loop)."""
+    st = load_checkpoint("synthetic-tiny-fp16-stress", quiet=True)
+    assert st.name == "synthetic-tiny-fp16-stress" and st.model.fp16_stress["stream"] > 1
+
+
+def test_fp16_package_import_rules():
+    """``import edgedepth`` (which registers the variant) loads no torch; edgedepth.fp16 never imports the rewrites;
+    edgedepth.checkpoint imports nothing from edgedepth.fp16."""
+    import subprocess
+    import sys
+
+    code = ("import sys, edgedepth; assert 'torch' not in sys.modules, 'torch'; "
+            "import edgedepth.checkpoint; assert not [m for m in sys.modules if m.startswith('edgedepth.fp16.')]; "
+            "import edgedepth.fp16.topology, edgedepth.fp16.probe, edgedepth.fp16.emulate, edgedepth.fp16.stress, "
+            "edgedepth.fp16.report; bad = [m for m in sys.modules if m.startswith('edgedepth.rewrites')]; "
+            "assert not bad, bad")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy())
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_stress_preserves_the_depth_map(tiny, stress, xs):
+    y0, y1 = emulate.fp32_outputs(tiny.model, xs), emulate.fp32_outputs(stress.model, xs)
+    assert emulate.compare(y1, y0)["pooled_rel_l2"] < 1e-5       # measured 4e-7: only the internal scales differ
     assert stress.name == "synthetic-tiny-fp16-stress"
 
 
@@ -122,7 +149,7 @@ def test_stress_preserves_the_depth_map(tiny, stress, xs, xs_ref):
 def test_fp16_safe_exact_in_fp32(opt_and_safe, xs):
     opt, safe, changed = opt_and_safe
     assert changed > 0
-    diff = _maxdiff(ranges.fp32_outputs(safe, xs), ranges.fp32_outputs(opt, xs))
+    diff = _maxdiff(emulate.fp32_outputs(safe, xs), emulate.fp32_outputs(opt, xs))
     assert diff == 0.0                                         # power-of-two factors: bit-identical (measured 0.0)
 
 
@@ -130,7 +157,7 @@ def test_fp16_safe_exact_on_the_hf_model(stress, xs):
     """Also on transformers' own modules (LayerScale, nn.LayerNorm, SDPA, in-graph position interpolation)."""
     safe, changed = fp16_safe(stress.model, RewriteContext(H, W))
     assert changed > 0
-    assert _maxdiff(ranges.fp32_outputs(safe, xs), ranges.fp32_outputs(stress.model, xs)) == 0.0
+    assert _maxdiff(emulate.fp32_outputs(safe, xs), emulate.fp32_outputs(stress.model, xs)) == 0.0
 
 
 def test_fp16_safe_brings_activations_under_the_limit(opt_and_safe, xs):
@@ -138,8 +165,8 @@ def test_fp16_safe_brings_activations_under_the_limit(opt_and_safe, xs):
     plan = safe.fp16_safe_plan
     assert plan["output_scale"] == 1.0                         # the depth map itself is unchanged
     assert plan["groups"]["head.conv2"]["shift"] >= 10         # measured 15
-    rows = ranges.probe(safe, xs)
-    assert ranges.summarize(rows)["fp16_safe"]
+    rows = probe.probe(safe, xs)
+    assert probe.summarize(rows)["fp16_safe"]
     for r in rows:
         if r["group"]:                                         # every rescalable stage: 4 bits of margin (calibration)
             assert r["max_abs"] <= LIMIT, r
@@ -176,7 +203,7 @@ def test_fp16_safe_noop_pure_idempotent(tiny, opt_and_safe, xs):
     plain_opt, _ = apply_rewrites(tiny.model, H, W)
     same, changed = fp16_safe(plain_opt, RewriteContext(H, W))
     assert changed == 0 and not hasattr(same, "fp16_safe_plan")
-    assert _maxdiff(ranges.fp32_outputs(same, xs), ranges.fp32_outputs(plain_opt, xs)) == 0.0
+    assert _maxdiff(emulate.fp32_outputs(same, xs), emulate.fp32_outputs(plain_opt, xs)) == 0.0
 
 
 def test_plan_from_rows_uses_margin():
@@ -194,23 +221,23 @@ def test_plan_from_rows_uses_margin():
 
 def test_fp16_emulation_error_large_to_small(opt_and_safe, xs):
     opt, safe, _ = opt_and_safe
-    ref = ranges.fp32_outputs(opt, xs)
-    bad = ranges.compare(ranges.emulate_fp16(opt, xs), ref)
-    good = ranges.compare(ranges.emulate_fp16(safe, xs), ref)
+    ref = emulate.fp32_outputs(opt, xs)
+    bad = emulate.compare(emulate.emulate_fp16(opt, xs), ref)
+    good = emulate.compare(emulate.emulate_fp16(safe, xs), ref)
     assert bad["pooled_rel_l2"] > 0.5 and bad["nonfinite_frac"] > 0.5      # measured 1.0 / all NaN
     assert good["pooled_rel_l2"] < 2e-3 and good["nonfinite_frac"] == 0.0   # measured 8.8e-4
 
 
 def test_fp16_emulation_layernorm_variance(tiny, xs):
     """Stream-only stress: every value fits FP16, only LayerNorm's (x - mean)^2 overflows; still visibly wrong."""
-    st = ranges.stress_checkpoint(tiny, neck=False)
+    st = stress_checkpoint(tiny, neck=False)
     opt, _ = apply_rewrites(st.model, H, W)
     safe, _ = fp16_safe(opt, RewriteContext(H, W))
-    ref = ranges.fp32_outputs(opt, xs)
-    assert ranges.compare(ranges.emulate_fp16(opt, xs), ref)["pooled_rel_l2"] > 0.05     # measured 0.19
-    assert ranges.compare(ranges.emulate_fp16(safe, xs), ref)["pooled_rel_l2"] < 2e-3     # measured 7.5e-4
+    ref = emulate.fp32_outputs(opt, xs)
+    assert emulate.compare(emulate.emulate_fp16(opt, xs), ref)["pooled_rel_l2"] > 0.05     # measured 0.19
+    assert emulate.compare(emulate.emulate_fp16(safe, xs), ref)["pooled_rel_l2"] < 2e-3     # measured 7.5e-4
     # the HF model's fused layer_norm is decomposed by the emulator as the converted graph does
-    assert ranges.compare(ranges.emulate_fp16(st.model, xs), ref)["pooled_rel_l2"] > 0.05
+    assert emulate.compare(emulate.emulate_fp16(st.model, xs), ref)["pooled_rel_l2"] > 0.05
 
 
 # ------------------------------------------------------------------------------------------------ converted graph

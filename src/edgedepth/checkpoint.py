@@ -23,6 +23,7 @@ from torch import nn
 
 from .errors import EdgedepthError
 from .fsutil import sha256_file
+from .variants import register_variant, split_variant  # noqa: F401  (register_variant: re-exported for callers)
 
 DEFAULT_HF_ID = "depth-anything/Depth-Anything-V2-Small-hf"
 DEFAULT_REVISION = "5426e4f0f36572d16453bbda7a8389317b1bef99"
@@ -218,11 +219,11 @@ def _load_pretrained(path_or_id: str, revision: str | None, source: str) -> Chec
 
 
 def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False) -> Checkpoint:
-    """Load ``synthetic``, ``synthetic-tiny``, a local HF folder, or ``HF_ID[@REVISION]``."""
-    if spec.endswith("-fp16-stress") and spec[: -len("-fp16-stress")] in _ARCH:   # see edgedepth.ranges
-        from .ranges import stress_checkpoint
-
-        return stress_checkpoint(load_checkpoint(spec[: -len("-fp16-stress")], quiet=quiet))
+    """Load ``synthetic``, ``synthetic-tiny``, a local HF folder, or ``HF_ID[@REVISION]``; ``synthetic[-tiny]<suffix>``
+    for a registered variant suffix (``edgedepth.variants``, e.g. ``-fp16-stress`` from ``edgedepth.fp16``)."""
+    base, variant = split_variant(spec)
+    if variant is not None and base in _ARCH:   # only the synthetic names: a hub id or folder may end in anything
+        return variant(load_checkpoint(base, quiet=quiet))
     if spec in _ARCH:
         ckpt = load_synthetic(spec)
         if not quiet:
@@ -240,6 +241,12 @@ def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False) -> Checkp
             f"--model {spec!r}: not a folder, not 'synthetic'/'synthetic-tiny', and not a hub id of the form OWNER/NAME[@REV]"
         )
     return _load_pretrained(hf_id, rev or None, "hf")
+
+
+def encoder_layers(model: nn.Module):
+    """The transformer blocks, whether the backbone is transformers' Dinov2Backbone or our EdgeBackbone."""
+    bb = model.backbone
+    return bb.layers if hasattr(bb, "layers") else bb.encoder.layer
 
 
 class DepthModule(nn.Module):

@@ -81,10 +81,12 @@ def cmd_export(args) -> int:
 def cmd_inspect(args) -> int:
     if args.ranges:
         from .checkpoint import DEFAULT_MODEL
-        from .ranges import run_cli
+        from .fp16.report import run_cli
 
         if args.files:
             raise EdgedepthError("inspect --ranges probes a checkpoint (--model), not files")
+        if args.images < 1:
+            raise EdgedepthError("--images must be at least 1")
         print(run_cli(args.model or DEFAULT_MODEL, args.size, args.images, as_json=args.json))
         return 0
     if not args.files:

@@ -7,6 +7,8 @@ import dataclasses
 
 from torch import nn
 
+from ..checkpoint import encoder_layers  # noqa: F401  (re-exported: every rewrite imports it from here)
+
 
 @dataclasses.dataclass(frozen=True)
 class RewriteContext:
@@ -26,9 +28,3 @@ def fresh_copy(model: nn.Module) -> nn.Module:
 
 def backbone_of(model: nn.Module) -> nn.Module:
     return model.backbone
-
-
-def encoder_layers(model: nn.Module):
-    """The transformer blocks, whether the backbone is transformers' Dinov2Backbone or our EdgeBackbone."""
-    bb = model.backbone
-    return bb.layers if hasattr(bb, "layers") else bb.encoder.layer

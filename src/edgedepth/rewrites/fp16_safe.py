@@ -9,8 +9,8 @@ beyond (a published measurement found 94.94 % error for this model: the GPU retu
    once |x - mean| > 256 even though x itself fits (variance inf -> every normalised value 0).
 
 What it does (data-driven, per checkpoint): probes the model's activation maxima on calibration photos (``edgedepth
-.ranges.probe``, default image set, CALIBRATION_IMAGES images at the export size), then gives every scale group (see
-``fp16_safe_scaling``) the factor 2^-k with the smallest k >= 0 such that max|x| * 2^MARGIN_BITS <= 65504 (stream:
+.fp16.probe``, default image set, CALIBRATION_IMAGES images at the export size), then gives every scale group (see
+``edgedepth.fp16.topology``) the factor 2^-k with the smallest k >= 0 such that max|x| * 2^MARGIN_BITS <= 65504 (stream:
 also (x - mean)^2 * 2^MARGIN_BITS <= 65504).  Factors are folded into weights and biases (a conv whose input carries a
 and output carries b gets W*b/a, bias*b), the stream factor into its writers (patch conv, CLS/position constants,
 LayerScale'd o_proj/fc2) and LayerNorm eps (*factor^2).  The head's last conv takes its input's factor back (W*2^k), so
@@ -34,13 +34,14 @@ import math
 import torch
 from torch import nn
 
+from ..fp16 import FP16_MAX, FP16_MIN_NORMAL
+from ..fp16.probe import calibration_inputs, group_maxima, probe
+from ..fp16.topology import neck_edges, neck_groups, scale_neck, scale_stream
 from ._base import RewriteContext, fresh_copy
-from .fp16_safe_scaling import neck_edges, neck_groups, scale_neck, scale_stream
 
 NAME = "fp16_safe"
 EXACT = True
 
-FP16_MAX = 65504.0
 MARGIN_BITS = 4               # keep calibrated maxima 16x (4 bits) below 65504: other photos, GPU partial sums
 CALIBRATION_IMAGES = 4
 
@@ -53,9 +54,7 @@ def _shift(value: float, limit: float) -> int:
 
 
 def plan_from_rows(rows: list[dict], margin_bits: int = MARGIN_BITS, calibration: dict | None = None) -> dict:
-    """Choose per-group power-of-two shifts from probe rows (``edgedepth.ranges.probe``)."""
-    from ..ranges import group_maxima
-
+    """Choose per-group power-of-two shifts from probe rows (``edgedepth.fp16.probe.probe``)."""
     limit = FP16_MAX / 2 ** margin_bits
     groups = {}
     for g, e in group_maxima(rows).items():
@@ -94,7 +93,7 @@ def weight_report(model: nn.Module) -> list[dict]:
         nz = w[w > 0]
         out.append({"layer": label, "max_abs": float(w.max()),
                     "fp16_overflow": float(w.max()) > FP16_MAX,
-                    "subnormal_frac": float((nz < 2.0 ** -14).float().mean()) if nz.numel() else 0.0,
+                    "subnormal_frac": float((nz < FP16_MIN_NORMAL).float().mean()) if nz.numel() else 0.0,
                     "zero_in_fp16_frac": float((nz < 2.0 ** -25).float().mean()) if nz.numel() else 0.0})
     return out
 
@@ -103,8 +102,6 @@ def make_fp16_safe(model: nn.Module, height: int, width: int, *, inputs=None, im
                    folder: str | None = None, margin_bits: int = MARGIN_BITS) -> tuple[nn.Module, int]:
     """The rewrite with its knobs: calibration ``inputs`` ([1,3,H,W] arrays) or ``images`` photos from the default
     set (or ``folder``) at ``height`` x ``width``; ``margin_bits`` of headroom."""
-    from ..ranges import calibration_inputs, probe
-
     if inputs is None:
         inputs, meta = calibration_inputs((height, width), images, folder)
     else:

@@ -1,7 +1,8 @@
-"""Scale groups of Depth Anything V2: sets of activations that must share one scale factor, and how to fold
-per-group factors into weights and biases without adding an op.  Shared by the ``fp16_safe`` rewrite (power-of-two
-factors: exact) and by ``edgedepth.ranges.stress_checkpoint`` (arbitrary positive factors: same function to float
-rounding, different internal magnitudes).
+"""The one stage topology of Depth Anything V2 for FP16 work: scale groups (sets of activations that must share one
+scale factor), every neck/head activation in forward order, and how to fold per-group factors into weights and biases
+without adding an op.  Used by the probe (``edgedepth.fp16.probe``: which group each measured activation belongs to),
+the ``fp16_safe`` rewrite (power-of-two factors: exact) and ``edgedepth.fp16.stress`` (arbitrary positive factors: same
+function to float rounding, different internal magnitudes).
 
 Why a factor can be moved around exactly:
 
@@ -32,8 +33,7 @@ import math
 import torch
 from torch import nn
 
-from ._base import encoder_layers
-from ._modules import TokenReassemble
+from ..checkpoint import encoder_layers
 
 FIXED = "backbone.out"   # the backbone's LayerNorm'd features: scale-free by construction (input of the neck)
 
@@ -41,7 +41,10 @@ FIXED = "backbone.out"   # the backbone's LayerNorm'd features: scale-free by co
 def neck_parts(model: nn.Module) -> dict:
     """The neck/head modules, whichever reassemble implementation is in place."""
     stage = model.neck.reassemble_stage
-    if isinstance(stage, TokenReassemble):
+    # Structural, not by class (this package does not import edgedepth.rewrites): the token_reassemble rewrite's
+    # TokenReassemble keeps its projections and resizes in ModuleLists ``proj`` / ``resize``; transformers'
+    # DepthAnythingReassembleStage has ``layers``, each with ``.projection`` and ``.resize``.
+    if hasattr(stage, "proj"):
         projs, resizes = list(stage.proj), list(stage.resize)
     else:
         projs, resizes = [l.projection for l in stage.layers], [l.resize for l in stage.layers]
@@ -53,29 +56,40 @@ def _is_identity(m: nn.Module) -> bool:
     return isinstance(m, nn.Identity)
 
 
-def neck_edges(model: nn.Module) -> list[tuple[str, nn.Module, str, str]]:
-    """(label, module with .weight/.bias, input group, output group) for every conv/linear of the neck and head."""
+def neck_points(model: nn.Module) -> list[tuple[str, nn.Module, str | None, str]]:
+    """Every neck/head activation in forward order: (label, module, input group, output group).
+
+    The module's output is the activation.  Input group None: the output of a composite module (a residual unit, the
+    head) whose factor follows from its parts -- a measuring point, not a conv/linear to fold factors into; every
+    other entry is an edge (see ``neck_edges``).
+    """
     p = neck_parts(model)
     n = len(p["projs"])
-    edges = []
+    pts: list[tuple[str, nn.Module, str | None, str]] = []
     for j in range(n):
-        edges.append((f"neck.reassemble{j}.projection", p["projs"][j], FIXED, f"reassemble{j}"))
+        pts.append((f"neck.reassemble{j}.projection", p["projs"][j], FIXED, f"reassemble{j}"))
         if not _is_identity(p["resizes"][j]):
-            edges.append((f"neck.reassemble{j}.resize", p["resizes"][j], f"reassemble{j}", f"resize{j}"))
+            pts.append((f"neck.reassemble{j}.resize", p["resizes"][j], f"reassemble{j}", f"resize{j}"))
     for j in range(n):
         src = f"reassemble{j}" if _is_identity(p["resizes"][j]) else f"resize{j}"
-        edges.append((f"neck.conv{j}", p["convs"][j], src, f"fusion{n - 1 - j}"))
+        pts.append((f"neck.conv{j}", p["convs"][j], src, f"fusion{n - 1 - j}"))
     for k, layer in enumerate(p["fusion"]):
         units = [(1, layer.residual_layer1), (2, layer.residual_layer2)] if k > 0 else [(2, layer.residual_layer2)]
         for r, unit in units:
-            edges.append((f"neck.fusion{k}.rcu{r}.conv1", unit.convolution1, f"fusion{k}", f"fusion{k}.rcu{r}"))
-            edges.append((f"neck.fusion{k}.rcu{r}.conv2", unit.convolution2, f"fusion{k}.rcu{r}", f"fusion{k}"))
+            pts.append((f"neck.fusion{k}.rcu{r}.conv1", unit.convolution1, f"fusion{k}", f"fusion{k}.rcu{r}"))
+            pts.append((f"neck.fusion{k}.rcu{r}.conv2", unit.convolution2, f"fusion{k}.rcu{r}", f"fusion{k}"))
+            pts.append((f"neck.fusion{k}.rcu{r}.out", unit, None, f"fusion{k}"))
         out = f"fusion{k + 1}" if k + 1 < len(p["fusion"]) else "head.in"
-        edges.append((f"neck.fusion{k}.projection", layer.projection, f"fusion{k}", out))
+        pts.append((f"neck.fusion{k}.projection", layer.projection, f"fusion{k}", out))
     h = p["head"]
-    edges += [("head.conv1", h.conv1, "head.in", "head.conv1"), ("head.conv2", h.conv2, "head.conv1", "head.conv2"),
-              ("head.conv3", h.conv3, "head.conv2", "output")]
-    return edges
+    pts += [("head.conv1", h.conv1, "head.in", "head.conv1"), ("head.conv2", h.conv2, "head.conv1", "head.conv2"),
+            ("head.conv3", h.conv3, "head.conv2", "output"), ("output", h, None, "output")]
+    return pts
+
+
+def neck_edges(model: nn.Module) -> list[tuple[str, nn.Module, str, str]]:
+    """(label, module with .weight/.bias, input group, output group) for every conv/linear of the neck and head."""
+    return [(label, mod, a, b) for label, mod, a, b in neck_points(model) if a is not None]
 
 
 def neck_groups(model: nn.Module) -> list[str]:
