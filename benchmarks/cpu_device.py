@@ -83,8 +83,8 @@ def _materialise(work: str) -> dict[str, str]:
 def run() -> None:
     import numpy as np
 
-    from edgedepth.bench import environment, floor_ratios, run_interleaved
-    from edgedepth.inspect import describe
+    from edgedepth.verify.bench import environment, floor_ratios, run_interleaved
+    from edgedepth.formats.tflite import describe
     from edgedepth.runtimes.litert import LiteRTRunner
 
     rounds, warmup, iters = (int(v) for v in os.environ.get("CPU_METHOD", "3,5,12").split(","))

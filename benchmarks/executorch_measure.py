@@ -13,7 +13,7 @@ Variants:
 
 Run: .venv/bin/python benchmarks/executorch_measure.py [--sizes 518x686,224x224] ; writes benchmarks/results/executorch.json
 Then (the machine is shared): .venv/bin/python benchmarks/executorch_measure.py --interleaved 518x686
-re-times the XNNPACK files already written plus PyTorch eager with edgedepth.bench.run_interleaved (3 rounds, order
+re-times the XNNPACK files already written plus PyTorch eager with edgedepth.verify.bench.run_interleaved (3 rounds, order
 rotated per round, 3 warm-ups + 5 timed calls per variant per round = 15 timed calls each); writes
 benchmarks/results/executorch_interleaved_<size>.json
 """
@@ -33,7 +33,7 @@ import torch
 from edgedepth.checkpoint import DepthModule, load_checkpoint
 from edgedepth.rewrites import REWRITES
 from edgedepth.runtimes.executorch import ExecuTorchRunner
-from edgedepth.targets import executorch as et
+from edgedepth.formats import pte as et
 
 OUT = "out/executorch_measure"
 THREADS = 2
@@ -135,7 +135,7 @@ def main():
 
 
 def interleaved(size: str) -> int:
-    from edgedepth.bench import run_interleaved
+    from edgedepth.verify.bench import run_interleaved
 
     h, w = map(int, size.split("x"))
     x = np.random.default_rng(1).standard_normal((1, 3, h, w), dtype=np.float32)

@@ -25,7 +25,7 @@ Two halves, one file:
   rebuilds the FP32 files, checks GPU delegation (adapter named in the log), computes LiteRT CPU outputs there as the
   reference, runs every graph on the GPU with ``enforce_f32=True`` ("gpu") and with the default precision policy
   ("gpu-fp16"), and reports pooled rel-L2 vs CPU, non-finite and constant maps, whether gpu-fp16 was bit-identical to
-  gpu (= FP32 computed anyway), and latency (edgedepth.bench.run_interleaved: variants interleaved, order rotated).
+  gpu (= FP32 computed anyway), and latency (edgedepth.verify.bench.run_interleaved: variants interleaved, order rotated).
   Writes $OUT/fp16_device.json.  Env: FP16_IMAGES (default 22 of the default set's 110 views),
   FP16_METHOD="rounds,warmup,iters" (default 6,20,60, the published method).
 
@@ -143,13 +143,13 @@ def prepare(a) -> None:
     from edgedepth.checkpoint import DepthModule, load_checkpoint
     from edgedepth.fp16.probe import calibration_inputs
     from edgedepth.images import source_files
-    from edgedepth.inspect import describe
-    from edgedepth.manifest import sha256_file
+    from edgedepth.formats.tflite import describe
+    from edgedepth.fsutil import sha256_file
     from edgedepth.preprocess import parse_size
     from edgedepth.rewrites import RewriteContext, apply_rewrites
     from edgedepth.rewrites.fp16_safe import fp16_safe
     from edgedepth.runtimes.litert import LiteRTRunner
-    from edgedepth.targets import litert
+    from edgedepth.formats import tflite as litert
 
     torch.set_num_threads(2)
     h, w = parse_size(a.size)
@@ -250,7 +250,7 @@ class _Runner:
 
 
 def _summ(outs, refs) -> dict:
-    from edgedepth.parity import ParityAccumulator
+    from edgedepth.verify.parity import ParityAccumulator
 
     acc = ParityAccumulator()
     nonfinite = const = 0
@@ -268,9 +268,9 @@ def _summ(outs, refs) -> dict:
 
 def run(a) -> None:
     from edgedepth import transport
-    from edgedepth.bench import environment, run_interleaved
+    from edgedepth.verify.bench import environment, run_interleaved
     from edgedepth.images import default_image_set, image_set_hash
-    from edgedepth.inspect import describe, gpu_check
+    from edgedepth.formats.tflite import describe, gpu_check
     from edgedepth.preprocess import preprocess
     from edgedepth.runtimes.vulkan import ensure_vulkan_env
 

@@ -21,10 +21,10 @@ os.environ["PYTHONPATH"] = SRC + os.pathsep + os.environ.get("PYTHONPATH", "")  
 import numpy as np  # noqa: E402
 
 from edgedepth import transport  # noqa: E402
-from edgedepth.bench import environment, run_interleaved  # noqa: E402
+from edgedepth.verify.bench import environment, run_interleaved  # noqa: E402
 from edgedepth.images import default_image_set, image_set_hash  # noqa: E402
-from edgedepth.inspect import describe, gpu_check  # noqa: E402
-from edgedepth.parity import ParityAccumulator  # noqa: E402
+from edgedepth.formats.tflite import describe, gpu_check  # noqa: E402
+from edgedepth.verify.parity import ParityAccumulator  # noqa: E402
 from edgedepth.preprocess import preprocess  # noqa: E402
 from edgedepth.runtimes.litert import LiteRTRunner  # noqa: E402
 

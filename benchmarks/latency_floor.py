@@ -24,13 +24,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgedepth.bench import environment, floor_ratios, run_interleaved
+from edgedepth.verify.bench import environment, floor_ratios, run_interleaved
 from edgedepth.checkpoint import DepthModule, load_checkpoint
-from edgedepth.inspect import describe
+from edgedepth.formats.tflite import describe
 from edgedepth.rewrites import apply_rewrites
 from edgedepth.rewrites._modules import EdgeAttention
 from edgedepth.runtimes.litert import LiteRTRunner
-from edgedepth.targets import litert
+from edgedepth.formats import tflite as litert
 
 H, W = 518, 686
 P = f"depth_anything_v2_small_{H}x{W}"

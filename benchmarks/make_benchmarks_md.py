@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from edgedepth.reports import bench_markdown, validate_markdown
+from edgedepth.verify.reports import bench_markdown, validate_markdown
 
 R = "benchmarks/results"
 OUT = "BENCHMARKS.md"

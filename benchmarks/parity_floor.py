@@ -21,10 +21,10 @@ import sys
 
 import torch
 
-from edgedepth.bench import environment
+from edgedepth.verify.bench import environment
 from edgedepth.checkpoint import DepthModule, load_checkpoint
 from edgedepth.images import default_image_set, image_set_hash
-from edgedepth.parity import ParityAccumulator
+from edgedepth.verify.parity import ParityAccumulator
 from edgedepth.preprocess import preprocess
 from edgedepth.runtimes.litert import LiteRTRunner
 

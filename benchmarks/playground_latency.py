@@ -6,7 +6,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'tests'))
 from playwright.sync_api import sync_playwright
 from edgedepth.serve import make_server, start_in_thread, url_of
 from edgedepth.runtimes.litert import LiteRTRunner
-from edgedepth import manifest as mf
+from edgedepth.release import manifest as mf
 folder, rounds, warm, iters = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 only = sys.argv[5:] 
 srv = make_server(folder, port=0); start_in_thread(srv); base = url_of(srv)

@@ -14,13 +14,13 @@ import tempfile
 
 import numpy as np
 
-from edgedepth.bench import environment, run_interleaved
+from edgedepth.verify.bench import environment, run_interleaved
 from edgedepth.checkpoint import DepthModule, load_checkpoint
-from edgedepth.inspect import describe, gpu_check
-from edgedepth.manifest import sha256_file
+from edgedepth.formats.tflite import describe, gpu_check
+from edgedepth.fsutil import sha256_file
 from edgedepth.rewrites import PIPELINE, apply_rewrites
 from edgedepth.runtimes.litert import LiteRTRunner
-from edgedepth.targets import litert
+from edgedepth.formats import tflite as litert
 
 H, W = 518, 686
 

@@ -16,65 +16,52 @@ import numpy as np
 from .errors import EdgedepthError
 
 
-def _precisions(text: str) -> list[str]:
-    from .targets.litert import PRECISIONS
-
+def _list_option(flag: str, text: str, allowed) -> list[str]:
+    """A comma-separated option checked against ``allowed`` (deduplicated, order kept)."""
     items = [p.strip().lower() for p in text.split(",") if p.strip()]
-    bad = [p for p in items if p not in PRECISIONS]
+    bad = [p for p in items if p not in allowed]
     if bad or not items:
-        raise EdgedepthError(f"--precision {text!r}: choose from {', '.join(PRECISIONS)} (comma-separated)")
+        raise EdgedepthError(f"{flag} {text!r}: choose from {', '.join(allowed)} (comma-separated)")
     return list(dict.fromkeys(items))
 
 
 def cmd_export(args) -> int:
-    from .checkpoint import DepthModule, load_checkpoint
+    from . import formats
+    from .checkpoint import load_checkpoint
     from .fsutil import ensure_writable_dir
     from .preprocess import parse_size
     from .progress import Stages
 
     size = parse_size(args.size)
-    precisions = _precisions(args.precision)
+    fmt = formats.target(args.target)
+    precisions = _list_option("--precision", args.precision, fmt.module.PRECISIONS)
     ensure_writable_dir(args.out)
-    if args.target == "executorch":
-        from .targets import executorch as et
-
-        backends = _backends(args.et_backend, et.BACKENDS)
-        n = sum(1 for b in backends for p in precisions if p == "fp32" or b == "xnnpack")
-        with Stages(1 + n, enabled=not args.quiet) as stages:
-            stages.start(f"load {args.model}")
-            ckpt = load_checkpoint(args.model)
-            stats = et.export(ckpt.model, *size, args.out, backends, precisions, verbose=args.verbose,
-                              progress=stages.start, **({"rewrites": ()} if args.plain else {}))
-        for (b, p), st in stats.items():
-            print(f"{b} {p}: {st['path']} ({st['bytes'] / 1e6:.1f} MB, {st['delegated_nodes']} nodes delegated, "
-                  f"{st['non_delegated_nodes']} not)")
-        return 0
-
-    from .targets import litert
-
     if args.plain and args.fp16_safe:
         raise EdgedepthError("--fp16-safe is a rewrite: it cannot be combined with --plain")
-    with Stages(2 + args.fp16_safe + len(precisions), enabled=not args.quiet) as stages:
+    if args.fp16_safe and fmt.name != "tflite":
+        raise EdgedepthError("--fp16-safe is for LiteRT's GPU precision: use it with --target litert")
+    backends = None
+    if fmt.name == "pte":
+        backends = _list_option("--et-backend", args.et_backend, fmt.module.BACKENDS)
+        n = sum(1 for b in backends for p in precisions if p == "fp32" or b == "xnnpack")
+    else:
+        n = 1 + len(precisions)
+    rewrites = () if args.plain else "default"
+    if args.fp16_safe:
+        from .rewrites import PIPELINE
+
+        rewrites = [r.name for r in PIPELINE if r.default] + ["fp16_safe"]
+    with Stages(1 + n, enabled=not args.quiet) as stages:
         stages.start(f"load {args.model}")
         ckpt = load_checkpoint(args.model)
-        if args.plain:
-            stages.start("rewrites: off (--plain)")
-            model = ckpt.model
-        else:
-            stages.start("rewrites")
-            from .rewrites import apply_rewrites
-
-            model, report = apply_rewrites(ckpt.model, *size)
-            if args.fp16_safe:
-                from .rewrites import RewriteContext
-                from .rewrites.fp16_safe import fp16_safe
-
-                stages.start("rewrite fp16_safe (probing activation ranges)")
-                model, _ = fp16_safe(model, RewriteContext(*size))
-        paths = litert.export(DepthModule(model), *size, args.out, precisions, plain=args.plain, verbose=args.verbose,
-                              progress=stages.start)
-    for p, path in paths.items():
-        print(f"{p}: {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
+        files = formats.export(ckpt.model, *size, args.out, target_name=args.target, precisions=precisions,
+                               rewrites=rewrites, backends=backends, verbose=args.verbose, progress=stages.start)
+    for f in files:
+        st = f.stats
+        extra = (f", {st['delegated_nodes']} nodes delegated, {st['non_delegated_nodes']} not"
+                 if "delegated_nodes" in st else "")
+        print(f"{f.backend + ' ' if f.backend else ''}{f.precision}: {f.path} "
+              f"({os.path.getsize(f.path) / 1e6:.1f} MB{extra})")
     return 0
 
 
@@ -91,33 +78,35 @@ def cmd_inspect(args) -> int:
         return 0
     if not args.files:
         raise EdgedepthError("inspect needs model file(s), or --ranges --model M")
-    from . import inspect_pte
-    from .inspect import format_text, inspect_file
+    from . import formats
 
-    infos = [inspect_pte.describe_pte(f) if f.endswith(".pte") else inspect_file(f, gpu=not args.no_gpu)
-             for f in args.files]
+    arts = [formats.open_artifact(f) for f in args.files]
+    for a in arts:
+        if a.format.gpu_check:
+            a.info["gpu"] = None if args.no_gpu else a.gpu_check()
+    infos = [a.info for a in arts]
     if args.json:
         print(json.dumps(infos[0] if len(infos) == 1 else infos, indent=2))
     else:
-        print("\n".join(inspect_pte.format_text(i) if i.get("format", "").startswith("executorch") else format_text(i)
-                        for i in infos))
+        print("\n".join(a.format_text() for a in arts))
     return 0
 
 
 def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
-    """An artifact (.tflite / .pte) -> its runtime; anything else is a checkpoint -> PyTorch eager (CPU)."""
-    if model.endswith((".tflite", ".pte")):
-        from .manifest import verify_next_to
-        from .runtimes import open_runner
+    """A model file (any registered format) -> its runtime; anything else is a checkpoint -> PyTorch eager (CPU)."""
+    from . import formats
+
+    if formats.is_artifact(model):
+        from .release.manifest import verify_next_to
 
         verify_next_to(model)  # a file inside a release folder must match its manifest
-        return open_runner(model, backend, threads)
+        return formats.open_runner(model, backend, threads)
     from .checkpoint import DepthModule, load_checkpoint
     from .preprocess import DEFAULT_SIZE, parse_size
     from .runtimes.torch import TorchRunner
 
     if backend != "cpu":
-        raise EdgedepthError("--backend gpu needs a .tflite file; a checkpoint runs in PyTorch on the CPU")
+        raise EdgedepthError(f"--backend {backend} needs a model file; a checkpoint runs in PyTorch on the CPU")
     size = parse_size(size_text) if size_text else DEFAULT_SIZE
     return TorchRunner(DepthModule(load_checkpoint(model).model), size, threads)
 
@@ -142,26 +131,26 @@ def _write_json(path: str, data) -> None:
     write_bytes_atomic(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode())
 
 
-def _backends(text: str, allowed) -> list[str]:
-    items = [b.strip() for b in text.split(",") if b.strip()]
-    bad = [b for b in items if b not in allowed]
-    if bad or not items:
-        raise EdgedepthError(f"--backend {text!r}: choose from {', '.join(allowed)} (comma-separated)")
-    return list(dict.fromkeys(items))
+def _model_files(paths: list[str]) -> list[str]:
+    """Model files (a folder: its files of every format), each checked against a release manifest beside it."""
+    from . import formats
+    from .release.manifest import verify_files_next_to
+
+    return verify_files_next_to(formats.find_artifacts(paths))
 
 
 def cmd_validate(args) -> int:
     from tqdm import tqdm
 
-    from .bench import environment
     from .checkpoint import DepthModule, load_checkpoint
     from .images import image_set, image_set_hash
-    from .reports import validate_markdown
     from .runtimes.litert import BACKENDS
-    from .validate import find_artifacts, validate
+    from .verify.bench import environment
+    from .verify.reports import validate_markdown
+    from .verify.validate import validate
 
-    backends = _backends(args.backend, BACKENDS)
-    artifacts = find_artifacts(args.artifacts)
+    backends = _list_option("--backend", args.backend, BACKENDS)
+    artifacts = _model_files(args.artifacts)
     items = image_set(args.images, args.limit)
     ckpt = load_checkpoint(args.model)
     total = len(artifacts) * len(backends) * len(items)
@@ -176,7 +165,7 @@ def cmd_validate(args) -> int:
     if args.json:
         _write_json(args.json, report)
     if args.plot:
-        from .reports import parity_plot
+        from .verify.reports import parity_plot
 
         parity_plot(report, args.plot)
     print(validate_markdown(report))
@@ -187,23 +176,22 @@ def cmd_validate(args) -> int:
 def cmd_bench(args) -> int:
     from tqdm import tqdm
 
-    from .bench import environment, run_interleaved
-    from .reports import bench_markdown
-    from .runtimes import open_runner
-    from .validate import find_artifacts
+    from . import formats
+    from .verify.bench import environment, run_interleaved
+    from .verify.reports import bench_markdown
 
-    artifacts = find_artifacts(args.artifacts)
-    backend = _backends(args.backend, ("cpu", "gpu", "gpu-fp16"))
+    arts = [formats.open_artifact(p) for p in _model_files(args.artifacts)]
+    backend = _list_option("--backend", args.backend, ("cpu", "gpu", "gpu-fp16"))
     if len(backend) != 1:
         raise EdgedepthError("bench takes one --backend per run (variants are compared inside one backend)")
     backend = backend[0]
     variants = {}
-    for p in artifacts:
-        name = os.path.basename(p)
-        if p.endswith(".pte") and backend != "cpu":
-            raise EdgedepthError(f"{name}: a .pte is benchmarked on --backend cpu only")
-        variants[name] = (lambda p=p: open_runner(p, backend=backend, threads=args.threads))
-    sizes = {tuple(_input_shape(p)) for p in artifacts}
+    for a in arts:
+        if backend not in a.format.backends:
+            raise EdgedepthError(f"{a.name}: a {a.format.suffix} file is benchmarked on --backend "
+                                 f"{', '.join(a.format.backends)} only")
+        variants[a.name] = (lambda a=a: a.open_runner(backend=backend, threads=args.threads))
+    sizes = {a.input_shape for a in arts}
     if len(sizes) != 1:
         raise EdgedepthError(f"bench compares files of one input shape; got {sorted(sizes)}")
     shape = sizes.pop()
@@ -218,47 +206,37 @@ def cmd_bench(args) -> int:
               desc=f"bench ({backend})", unit="call") as bar:
         res = run_interleaved(variants, x, rounds=args.rounds, warmup=args.warmup, iters=args.iters,
                               progress=lambda done, total: bar.update(done - bar.n))
-    from .manifest import sha256_file
-
-    for p in artifacts:  # ties each timing to the exact bytes timed (release model cards match on it)
-        res["variants"][os.path.basename(p)]["sha256"] = sha256_file(p)
+    for a in arts:  # ties each timing to the exact bytes timed (release model cards match on it)
+        res["variants"][a.name]["sha256"] = a.sha256
     report = {"kind": "edgedepth.bench", "backend": backend, "input_shape": list(shape),
               "environment": environment(args.threads), **res}
     if backend.startswith("gpu"):
-        from .inspect import gpu_check
-
-        report["environment"]["gpu_adapter"] = gpu_check(artifacts[0])["adapter"]
+        report["environment"]["gpu_adapter"] = (arts[0].gpu_check() or {}).get("adapter")
     if args.json:
         _write_json(args.json, report)
     if args.plot:
-        from .reports import latency_plot
+        from .verify.reports import latency_plot
 
         latency_plot(report, args.plot)
     print(bench_markdown(report))
     return 0
 
 
-def _input_shape(path: str):
-    from .inspect import describe
-    from .inspect_pte import describe_pte
-
-    return (describe_pte(path) if path.endswith(".pte") else describe(path))["inputs"][0]["shape"]
-
-
 def cmd_release(args) -> int:
     from .progress import Stages
     from .release import build, load_recipe
 
-    recipe, digest = load_recipe(args.recipe)
-    sizes = [x.strip() for x in args.sizes.split(",")] if args.sizes else recipe["sizes"]
-    n_files = len(sizes) * len(recipe["litert"]["precisions"])
-    et = recipe.get("executorch") or {}
-    n_xnnpack = len(et.get("sizes", [])) * len(et.get("precisions", [])) * ("xnnpack" in et.get("backends", []))
-    stages = 2 + len(sizes) * 1 + n_files * ((not args.no_gpu_check) + (args.parity_images != 0)) \
-        + len(et.get("sizes", [])) + n_xnnpack * (args.parity_images != 0)
+    recipe = load_recipe(args.recipe).with_overrides(
+        model=args.model, sizes=[x.strip() for x in args.sizes.split(",")] if args.sizes else None,
+        parity_images=args.parity_images)
+    et = recipe.executorch
+    n_files = len(recipe.sizes) * len(recipe.litert_precisions)
+    n_xnnpack = len(et.sizes) * len(et.precisions) * ("xnnpack" in et.backends) if et else 0
+    gate = recipe.parity_images != 0
+    stages = 2 + len(recipe.sizes) + n_files * ((not args.no_gpu_check) + gate) + (len(et.sizes) if et else 0) \
+        + n_xnnpack * gate
     with Stages(stages, enabled=not args.quiet) as s:
-        m = build(recipe, digest, args.out, model=args.model, sizes=sizes, parity_images=args.parity_images,
-                  gpu_check=not args.no_gpu_check, progress=s.start)
+        m = build(recipe, args.out, gpu_check=not args.no_gpu_check, progress=s.start)
     for f in m["files"]:
         print(f"{f['path']}  {f['bytes'] / 1e6:8.1f} MB  {f['sha256'][:16]}…")
     print(f"release folder: {args.out} (verify with: edgedepth verify {args.out})")
@@ -266,7 +244,7 @@ def cmd_release(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .manifest import load, verify
+    from .release.manifest import load, verify
 
     problems = verify(args.folder)
     if problems:

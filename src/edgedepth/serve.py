@@ -80,14 +80,14 @@ def _check_web(web: str) -> None:
 
 
 def _check_release(folder: str) -> dict:
-    from . import manifest as mf
+    from .release import manifest as mf
 
     if not os.path.exists(folder):
         raise EdgedepthError(f"release folder {folder!r} does not exist")
     if not os.path.isdir(folder):
         raise EdgedepthError(f"{folder!r} is not a folder (give the release folder that holds {MANIFEST})")
     m = mf.load(folder)  # one-line errors: no manifest, invalid JSON, not an edgedepth manifest
-    models = [f for f in m["files"] if f.get("format") == "tflite" or str(f.get("path", "")).endswith(".tflite")]
+    models = [f for f in m["files"] if f.get("format") == "tflite"]    # what LiteRT.js runs (the manifest says)
     if not models:
         raise EdgedepthError(f"{os.path.join(folder, MANIFEST)!r} lists no .tflite file: nothing for the playground")
     missing = [f["path"] for f in models if not os.path.isfile(os.path.join(folder, f["path"]))]
@@ -244,7 +244,7 @@ def serve(folder: str, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, *, we
     server = make_server(folder, port, host, web=web, quiet=quiet)
     url = url_of(server)
     m = _check_release(folder)
-    n = sum(1 for f in m["files"] if str(f.get("path", "")).endswith(".tflite"))
+    n = sum(1 for f in m["files"] if f.get("format") == "tflite")
     print(f"edgedepth playground: {url}  (release folder {folder}, {n} model file{'s' * (n != 1)}; Ctrl-C to stop)",
           flush=True)
     try:

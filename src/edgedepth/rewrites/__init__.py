@@ -1,7 +1,10 @@
 """Graph rewrites for export: pure functions ``rewrite(model, ctx) -> (new_model, places_changed)``.
 
 Each rewrite deep-copies its input and swaps submodules or folds weights on the copy (no monkey-patching of torch or
-transformers).  ``PIPELINE`` is the order they run in; ``apply_rewrites`` runs them and reports what each did.
+transformers).  Each module declares ``NAME``, ``EXACT`` and ``REQUIRES`` (rewrites that must have run before it);
+``PIPELINE`` is the order they run in (checked against every ``REQUIRES`` at import); ``apply_rewrites`` runs a
+selection, refuses one whose requirements neither ran earlier in the selection nor were applied to the input model
+before, and reports what each did.  ``prepare`` is what every format's export calls.
 A rewrite with ``exact=False`` is off by default (none is, at present); ``token_reassemble`` is off by default
 because it measured no op-count or latency gain (kept for experiments: ``names=[...]``).
 """
@@ -13,19 +16,12 @@ from typing import Callable
 
 from torch import nn
 
+from . import (center_residual_stream, drop_attention_mask, fast_layernorm, fold_attention_scale, fold_layernorm_affine,
+               fold_layerscale, fp16_safe, freeze_position_embedding, fuse_qkv, rank_preserving_fc, static_attention,
+               token_reassemble)
 from ._base import RewriteContext
-from .center_residual_stream import center_residual_stream
-from .drop_attention_mask import drop_attention_mask
-from .fast_layernorm import fast_layernorm
-from .fold_attention_scale import fold_attention_scale
-from .fold_layernorm_affine import fold_layernorm_affine
-from .fold_layerscale import fold_layerscale
-from .fp16_safe import fp16_safe
-from .freeze_position_embedding import freeze_position_embedding
-from .fuse_qkv import fuse_qkv
-from .rank_preserving_fc import rank_preserving_fc
-from .static_attention import static_attention
-from .token_reassemble import token_reassemble
+
+APPLIED_ATTR = "edgedepth_rewrites"    # names of the rewrites applied to a model, set by apply_rewrites
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,28 +30,42 @@ class Rewrite:
     fn: Callable[[nn.Module, RewriteContext], tuple[nn.Module, int]]
     exact: bool
     default: bool = True
+    requires: tuple[str, ...] = ()
 
 
-def _r(fn, exact: bool, default: bool | None = None) -> Rewrite:
-    return Rewrite(fn.__name__, fn, exact, default=exact if default is None else (default and exact))
+def _r(module, default: bool = True) -> Rewrite:
+    return Rewrite(module.NAME, getattr(module, module.NAME), module.EXACT, default=default and module.EXACT,
+                   requires=tuple(module.REQUIRES))
 
 
 PIPELINE: list[Rewrite] = [
-    _r(drop_attention_mask, True),
-    _r(freeze_position_embedding, True),
-    _r(static_attention, True),
-    _r(fold_attention_scale, True),
-    _r(fold_layerscale, True),
-    _r(fuse_qkv, True),
-    _r(fast_layernorm, True),
-    _r(token_reassemble, True, default=False),   # measured: 0 ops, no latency change at 518x686
-    _r(fold_layernorm_affine, True),
-    _r(center_residual_stream, True),
-    _r(rank_preserving_fc, True),
-    _r(fp16_safe, True, default=False),   # data-driven (probes calibration photos): `export --fp16-safe`; tests/test_fp16.py
+    _r(drop_attention_mask),
+    _r(freeze_position_embedding),
+    _r(static_attention),
+    _r(fold_attention_scale),
+    _r(fold_layerscale),
+    _r(fuse_qkv),
+    _r(fast_layernorm),
+    _r(token_reassemble, default=False),   # measured: 0 ops, no latency change at 518x686
+    _r(fold_layernorm_affine),
+    _r(center_residual_stream),
+    _r(rank_preserving_fc),
+    _r(fp16_safe, default=False),   # data-driven (probes calibration photos): `export --fp16-safe`; tests/test_fp16.py
 ]
 
 REWRITES = {r.name: r for r in PIPELINE}
+
+
+def _check_pipeline_order(pipeline: list[Rewrite]) -> None:
+    seen: set[str] = set()
+    for r in pipeline:
+        missing = [q for q in r.requires if q not in seen]
+        if missing:
+            raise ImportError(f"rewrite pipeline order: {r.name} requires {missing} earlier")
+        seen.add(r.name)
+
+
+_check_pipeline_order(PIPELINE)
 
 
 def apply_rewrites(model: nn.Module, height: int, width: int, names: list[str] | None = None):
@@ -69,6 +79,12 @@ def apply_rewrites(model: nn.Module, height: int, width: int, names: list[str] |
             raise ValueError(f"unknown rewrite(s) {unknown}; known: {list(REWRITES)}")
     ctx = RewriteContext(height, width)
     selected = [r for r in PIPELINE if (r.name in names if names is not None else r.default)]
+    done = list(getattr(model, APPLIED_ATTR, ()))
+    for i, r in enumerate(selected):
+        missing = [q for q in r.requires if q not in done and q not in [s.name for s in selected[:i]]]
+        if missing:
+            raise ValueError(f"rewrite {r.name} requires {', '.join(missing)} first (neither selected before it nor "
+                             "already applied to this model)")
     report = []
     out = model
     for r in selected:
@@ -78,7 +94,21 @@ def apply_rewrites(model: nn.Module, height: int, width: int, names: list[str] |
         import copy
 
         out = copy.deepcopy(model).eval()
+    setattr(out, APPLIED_ATTR, tuple(dict.fromkeys(done + [r["name"] for r in report])))
     return out, report
 
 
-__all__ = ["PIPELINE", "REWRITES", "Rewrite", "RewriteContext", "apply_rewrites"]
+def prepare(model: nn.Module, height: int, width: int, rewrites="default"):
+    """What every format exports: ``(DepthModule(rewritten copy), report)``.
+
+    ``rewrites``: ``"default"`` (the pipeline's defaults), a list of names (run in pipeline order), or ``()``/``None``
+    for none (the plain baseline: a copy of the model).
+    """
+    from ..checkpoint import DepthModule
+
+    names = None if rewrites == "default" else list(rewrites or ())
+    out, report = apply_rewrites(model, height, width, names)
+    return DepthModule(out), report
+
+
+__all__ = ["PIPELINE", "REWRITES", "Rewrite", "RewriteContext", "apply_rewrites", "prepare"]

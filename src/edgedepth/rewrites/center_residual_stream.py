@@ -20,6 +20,7 @@ from ._modules import EdgeBackbone, EdgeLayerNorm, FrozenEmbeddings
 
 NAME = "center_residual_stream"
 EXACT = True
+REQUIRES: tuple[str, ...] = ("drop_attention_mask", "freeze_position_embedding", "fold_layerscale", "fast_layernorm")   # checked by apply_rewrites
 
 
 def _center_rows(weight: torch.Tensor, bias: torch.Tensor | None) -> None:

@@ -16,6 +16,7 @@ from ._modules import EdgeBackbone
 
 NAME = "drop_attention_mask"
 EXACT = True
+REQUIRES: tuple[str, ...] = ()
 
 
 def drop_attention_mask(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:

@@ -13,6 +13,7 @@ from ._modules import EdgeLayerNorm
 
 NAME = "fast_layernorm"
 EXACT = True
+REQUIRES: tuple[str, ...] = ()
 
 
 def fast_layernorm(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:

@@ -14,6 +14,7 @@ from ._base import RewriteContext, encoder_layers, fresh_copy
 
 NAME = "fold_attention_scale"
 EXACT = True
+REQUIRES: tuple[str, ...] = ()
 
 
 @torch.no_grad()

@@ -18,6 +18,7 @@ from ._modules import EdgeLayerNorm, TokenReassemble
 
 NAME = "fold_layernorm_affine"
 EXACT = True
+REQUIRES: tuple[str, ...] = ("fast_layernorm",)   # checked by apply_rewrites
 
 
 def _fold(norm: EdgeLayerNorm, consumers: list[nn.Module]) -> bool:

@@ -13,6 +13,7 @@ from ._base import RewriteContext, encoder_layers, fresh_copy
 
 NAME = "fold_layerscale"
 EXACT = True
+REQUIRES: tuple[str, ...] = ()
 
 
 def _scale_rows(lin: nn.Linear, lam: torch.Tensor) -> None:

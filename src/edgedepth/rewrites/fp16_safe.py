@@ -41,6 +41,7 @@ from ._base import RewriteContext, fresh_copy
 
 NAME = "fp16_safe"
 EXACT = True
+REQUIRES: tuple[str, ...] = ()
 
 MARGIN_BITS = 4               # keep calibrated maxima 16x (4 bits) below 65504: other photos, GPU partial sums
 CALIBRATION_IMAGES = 4

@@ -20,6 +20,7 @@ from ._modules import FrozenEmbeddings
 
 NAME = "freeze_position_embedding"
 EXACT = True
+REQUIRES: tuple[str, ...] = ()
 
 
 @torch.no_grad()

@@ -15,6 +15,7 @@ from ._modules import EdgeAttention
 
 NAME = "fuse_qkv"
 EXACT = True
+REQUIRES: tuple[str, ...] = ("static_attention",)   # checked by apply_rewrites
 
 
 @torch.no_grad()

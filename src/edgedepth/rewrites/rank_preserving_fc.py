@@ -16,6 +16,7 @@ from ._modules import RankPreservingLinear, TokenReassemble
 
 NAME = "rank_preserving_fc"
 EXACT = True
+REQUIRES: tuple[str, ...] = ()
 
 
 def _swap_linears(parent: nn.Module) -> int:

@@ -15,6 +15,7 @@ from ._modules import EdgeAttention
 
 NAME = "static_attention"
 EXACT = True
+REQUIRES: tuple[str, ...] = ()
 
 
 def static_attention(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:

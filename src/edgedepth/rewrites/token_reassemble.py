@@ -14,6 +14,7 @@ from ._modules import TokenReassemble
 
 NAME = "token_reassemble"
 EXACT = True
+REQUIRES: tuple[str, ...] = ()
 
 
 def token_reassemble(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:

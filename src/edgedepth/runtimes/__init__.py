@@ -1,4 +1,6 @@
-"""Runtimes: one runner interface (``run(x) -> depth``) over PyTorch eager, LiteRT CPU/GPU (and later ExecuTorch).
+"""Runtimes: one runner interface (``run(x) -> depth``) over PyTorch eager, LiteRT CPU/GPU and ExecuTorch.
+
+Which runner opens which file is the format registry's business (``edgedepth.formats``); runtimes know no file format.
 
 Every runner takes the float32 model input [1,3,H,W] (numpy) and returns float32 depth [1,H,W] (numpy).
 """
@@ -34,18 +36,3 @@ class FileRunner:
         if tuple(x.shape) != self.input_shape:
             raise EdgedepthError(f"input shape {tuple(x.shape)} does not match the model's {self.input_shape}")
         return np.ascontiguousarray(x, dtype=np.float32)
-
-
-def open_runner(path: str, backend: str = "cpu", threads: int = 2):
-    """The runner for an artifact file: ``.pte`` -> ExecuTorch (XNNPACK, CPU only); ``.tflite`` -> LiteRT."""
-    from ..errors import EdgedepthError
-
-    if path.endswith(".pte"):
-        if backend != "cpu":
-            raise EdgedepthError(f"{path!r}: a .pte runs on the CPU here (ExecuTorch XNNPACK); use backend cpu")
-        from .executorch import ExecuTorchRunner
-
-        return ExecuTorchRunner(path, threads=threads)
-    from .litert import LiteRTRunner
-
-    return LiteRTRunner(path, backend=backend, threads=threads)

@@ -61,12 +61,11 @@ def _set_threads(threads: int) -> None:
 class ExecuTorchRunner(FileRunner):
     """Load a .pte once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``."""
 
-    def __init__(self, path: str, threads: int = 2):
-        from ..inspect_pte import describe_pte
-
-        info = describe_pte(path)  # checks the file first: missing/empty/corrupt/truncated -> one-line error
+    def __init__(self, path: str, threads: int = 2, backends: list[str] = ()):
+        """``backends``: the delegate ids the file needs (``formats.pte.describe``; ``formats.pte.open_runner``
+        checks the file and passes them)."""
         self.path, self.threads = path, threads
-        self.backends = sorted(info["delegated_subgraphs"])
+        self.backends = sorted(backends)
         self.name = "executorch-" + ("+".join(b.removesuffix("Backend").lower() for b in self.backends) or "portable")
         import torch  # noqa: F401  (the runtime's tensors are torch tensors)
         from executorch.runtime import Runtime

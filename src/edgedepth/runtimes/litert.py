@@ -33,14 +33,14 @@ def _options(backend: str, threads: int):
 
 
 class LiteRTRunner(FileRunner):
-    """Compile a .tflite once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``."""
+    """Compile a .tflite once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``.
+
+    The file is not checked here: open it through ``edgedepth.formats`` (``open_runner``) for one-line errors on a
+    missing/corrupt/truncated file."""
 
     def __init__(self, path: str, backend: str = "cpu", threads: int = 2):
         from ai_edge_litert.compiled_model import CompiledModel
 
-        from ..inspect import check_tflite_file
-
-        check_tflite_file(path)
         self.path, self.backend, self.threads = path, backend, threads
         self.name = f"litert-{backend}"
         try:

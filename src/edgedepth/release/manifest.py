@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import os
 
-from .errors import EdgedepthError
-from .fsutil import sha256_file, write_bytes_atomic  # noqa: F401  (sha256_file is part of this API)
-from .preprocess import MEAN, STD
+from ..errors import EdgedepthError
+from ..fsutil import sha256_file, write_bytes_atomic  # noqa: F401  (sha256_file is part of this API)
+from ..preprocess import MEAN, STD
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -105,3 +105,10 @@ def verify_next_to(path: str) -> dict | None:
     if os.path.getsize(path) != entry["bytes"] or sha256_file(path) != entry["sha256"]:
         raise EdgedepthError(f"{path!r} does not match its manifest (size or sha256 differs): refusing to use it")
     return entry
+
+
+def verify_files_next_to(paths: list[str]) -> list[str]:
+    """:func:`verify_next_to` for each path (files inside a release folder must match it before they are used)."""
+    for p in paths:
+        verify_next_to(p)
+    return paths

@@ -46,7 +46,7 @@ def latency_plot(report: dict, path: str, title: str | None = None) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .fsutil import atomic_path
+    from ..fsutil import atomic_path
 
     v = report["variants"]
     names = list(v)
@@ -74,7 +74,7 @@ def parity_plot(report: dict, path: str) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .fsutil import atomic_path
+    from ..fsutil import atomic_path
 
     rows = [r for r in report["results"] if r.get("per_image_rel_l2")]
     vals = [np.asarray(list(r["per_image_rel_l2"].values())) for r in rows]

@@ -18,8 +18,10 @@ import os
 import shutil
 import tempfile
 
-from .errors import EdgedepthError
+from .. import formats
+from ..errors import EdgedepthError
 from . import manifest as mf
+from .recipe import Recipe
 
 PRESET_SIZES = ["518x686", "686x518", "518x518", "392x518", "252x252", "224x224"]
 BUILD_REPORT = mf.BUILD_REPORT
@@ -39,19 +41,6 @@ def _versions() -> dict:
         with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
     return out
-
-
-def load_recipe(path: str) -> tuple[dict, str]:
-    """A recipe is a Python file defining RECIPE (a dict); returns (recipe, sha256 of the file)."""
-    import runpy
-
-    if not os.path.isfile(path):
-        raise EdgedepthError(f"recipe {path!r} does not exist")
-    data = open(path, "rb").read()
-    ns = runpy.run_path(path, run_name="edgedepth_recipe")
-    if not isinstance(ns.get("RECIPE"), dict):
-        raise EdgedepthError(f"recipe {path!r} defines no RECIPE dict")
-    return ns["RECIPE"], hashlib.sha256(data).hexdigest()
 
 
 def _parity_rows(paths: list[str]) -> dict[str, list[dict]]:
@@ -112,24 +101,19 @@ def _round_metrics(m: dict) -> dict:
     return {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in m.items()}
 
 
-def build(recipe: dict, recipe_sha256: str, out_dir: str, *, model: str | None = None, sizes: list[str] | None = None,
-          parity_images: int | None = None, gpu_check: bool = True, progress=None) -> dict:
-    """Build the release folder ``out_dir`` from ``recipe``; returns the manifest dict."""
-    from .checkpoint import DepthModule, load_checkpoint, state_dict_digest
-    from .images import image_set, image_set_hash
-    from .inspect import describe
-    from .inspect import gpu_check as run_gpu_check
-    from .preprocess import parse_size
-    from .rewrites import apply_rewrites
-    from .targets import litert
-    from .validate import validate
+def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None) -> dict:
+    """Build the release folder ``out_dir`` from ``recipe`` (overrides applied: ``Recipe.with_overrides``); returns the
+    manifest dict."""
+    from ..checkpoint import DepthModule, load_checkpoint, state_dict_digest
+    from ..images import image_set, image_set_hash
+    from ..preprocess import parse_size
 
     step = progress or (lambda s: None)
-    model_spec = model or recipe["model"]
-    sizes = sizes or recipe["sizes"]
+    model_spec = recipe.model
+    sizes = list(recipe.sizes)
     parsed = [parse_size(s) for s in sizes]
-    precisions = recipe["litert"]["precisions"]
-    n_images = parity_images if parity_images is not None else recipe["parity"]["images"]
+    precisions = recipe.litert_precisions
+    n_images = recipe.parity_images
     parent = os.path.dirname(os.path.abspath(out_dir)) or "."
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix="." + os.path.basename(out_dir) + ".staging-", dir=parent)
@@ -138,18 +122,20 @@ def build(recipe: dict, recipe_sha256: str, out_dir: str, *, model: str | None =
         ckpt = load_checkpoint(model_spec)
         reference = DepthModule(ckpt.model)
         items = image_set(limit=n_images) if n_images else []
-        latency = _latency_rows(recipe.get("latency_data", []))
-        parity = _parity_rows(recipe.get("parity_data", []))
+        latency = _latency_rows(recipe.latency_data)
+        parity = _parity_rows(recipe.parity_data)
         gate = _Gate(reference, items, step)
         entries, rewrite_reports = [], {}
         for (h, w), text in zip(parsed, sizes):
             step(f"rewrites + export {text}")
-            rewritten, report = apply_rewrites(ckpt.model, h, w)
-            rewrite_reports[text] = [r["name"] for r in report if r["changed"]]
-            paths = litert.export(DepthModule(rewritten), h, w, staging, precisions)
-            for precision, path in paths.items():
+            files = formats.export(ckpt.model, h, w, staging, target_name="litert", precisions=precisions,
+                                   rewrites=recipe.rewrites)
+            rewrite_reports[text] = files[0].rewrites
+            for f in files:
+                path, precision = f.path, f.precision
                 rel = os.path.basename(path)
-                info = describe(path)
+                art = formats.open_artifact(path)
+                info = art.info
                 entry = {"format": "tflite", "runtime": "litert", "precision": precision, "size": text,
                          **mf.io_contract(h, w), "ops": info["ops"], "op_histogram": info["op_histogram"],
                          "recommended_runtime_options": {
@@ -159,24 +145,23 @@ def build(recipe: dict, recipe_sha256: str, out_dir: str, *, model: str | None =
                          else None}
                 if gpu_check:
                     step(f"GPU check {rel}")
-                    g = run_gpu_check(path)
+                    g = art.gpu_check()
                     entry["gpu_fully_delegated"] = g["fully_delegated"]
                     gate.report[rel] = {"gpu_check": {"adapter": (g["adapter"] or "").split(",")[0] or None,
                                                       "error": g["error"]}}
                 gate.check(path, precision, (h, w))
                 entries.append(_with_measurements(mf.file_entry(staging, rel, **entry), latency, parity))
-        et_cfg = recipe.get("executorch")
-        if et_cfg:
+        if recipe.executorch:
             entries += [_with_measurements(e, latency, parity)
-                        for e in _executorch_entries(et_cfg, ckpt, gate, staging, step)]
+                        for e in _executorch_entries(recipe.executorch, ckpt, gate, staging, step)]
         step("manifest, model card, license")
         manifest = {
-            "name": recipe["name"],
+            "name": recipe.name,
             "files": entries,
             "provenance": {
                 "checkpoint": {**ckpt.provenance(), "state_dict_sha256": state_dict_digest(ckpt.model)},
-                "base_model": recipe["base_model"],
-                "recipe": {"name": recipe["name"], "sha256": recipe_sha256, "sizes": sizes},
+                "base_model": recipe.base_model,
+                "recipe": {"name": recipe.name, "sha256": recipe.sha256, "sizes": sizes},
                 "rewrites": rewrite_reports, "versions": _versions(),
             },
             "parity_method": {
@@ -218,8 +203,8 @@ class _Gate:
         self.report: dict[str, dict] = {}
 
     def check(self, path: str, precision: str, size: tuple[int, int]) -> None:
-        from .preprocess import preprocess
-        from .validate import validate
+        from ..preprocess import preprocess
+        from ..verify.validate import validate
 
         if not self.items:
             return
@@ -238,7 +223,7 @@ class _Gate:
             raise EdgedepthError(f"parity gate: {rel} is {got:.3e} from PyTorch FP32 (bound {bound:.3e}); not released")
 
     def summary(self) -> dict:
-        from .bench import environment
+        from ..verify.bench import environment
 
         return {"kind": "edgedepth.build_report", "environment": environment(threads=2),
                 "pytorch_fp32_vs_float64_rel_l2": self.noise, "files": self.report,
@@ -249,18 +234,19 @@ def _with_measurements(entry: dict, latency: dict, parity: dict) -> dict:
     return {**entry, "latency": latency.get(entry["sha256"], []), "parity": parity.get(entry["sha256"], [])}
 
 
-def _executorch_entries(cfg: dict, ckpt, gate: _Gate, staging: str, step) -> list[dict]:
+def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step) -> list[dict]:
     """ExecuTorch .pte files per the recipe; XNNPACK files pass the parity gate (the runtime here runs only XNNPACK)."""
-    from .preprocess import parse_size
-    from .targets import executorch as et
+    from ..preprocess import parse_size
 
     entries = []
-    for text in cfg["sizes"]:
+    for text in cfg.sizes:
         h, w = parse_size(text)
-        step(f"ExecuTorch {text}: {', '.join(cfg['backends'])}")
-        stats = et.export(ckpt.model, h, w, staging, cfg["backends"], cfg["precisions"])
-        for (backend, precision), st in sorted(stats.items()):
-            rel = os.path.basename(st["path"])
+        step(f"ExecuTorch {text}: {', '.join(cfg.backends)}")
+        files = formats.export(ckpt.model, h, w, staging, target_name="executorch", precisions=cfg.precisions,
+                               backends=cfg.backends)
+        for f in files:
+            backend, precision, st = f.backend, f.precision, f.stats
+            rel = os.path.basename(f.path)
             entry = {"format": "pte", "runtime": "executorch", "backend": backend, "precision": precision, "size": text,
                      **mf.io_contract(h, w, "pixel_values", "depth"),
                      "delegation": {"subgraphs": st["delegated_subgraphs"], "delegated_nodes": st["delegated_nodes"],
@@ -271,7 +257,7 @@ def _executorch_entries(cfg: dict, ckpt, gate: _Gate, staging: str, step) -> lis
                          "runtime": "executorch.runtime (Python/C++), XNNPACK" if backend == "xnnpack"
                          else "ExecuTorch WebGPU/Vulkan runtime (delegate id VulkanBackend); not runnable in Python"}}
             if backend == "xnnpack":
-                gate.check(st["path"], precision, (h, w))
+                gate.check(f.path, precision, (h, w))
             entries.append(mf.file_entry(staging, rel, **entry))
     return entries
 

@@ -8,35 +8,15 @@ from the CPU's is flagged as probable reduced precision.
 from __future__ import annotations
 
 import hashlib
-import os
 
 import numpy as np
 
-from .errors import EdgedepthError
-from .fsutil import sha256_file
+from .. import formats
+from ..errors import EdgedepthError
+from ..preprocess import preprocess
 from .parity import ParityAccumulator
 
 FP32_SUSPECT_REL_L2 = 1e-4   # enforce_f32 GPU vs CPU beyond this: the GPU did not really compute in FP32
-
-
-def find_artifacts(paths: list[str]) -> list[str]:
-    """Files as given; a folder contributes its .tflite files (sorted)."""
-    out = []
-    for p in paths:
-        if os.path.isdir(p):
-            found = sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith((".tflite", ".pte")))
-            if not found:
-                raise EdgedepthError(f"folder {p!r} holds no .tflite or .pte files")
-            out += found
-        elif not os.path.exists(p):
-            raise EdgedepthError(f"artifact {p!r} does not exist")
-        else:
-            out.append(p)
-    from .manifest import verify_next_to
-
-    for p in out:
-        verify_next_to(p)  # files inside a release folder must match its manifest before they are measured
-    return out
 
 
 def _digest(a: np.ndarray) -> str:
@@ -47,7 +27,7 @@ class _References:
     """PyTorch outputs, computed once per (size, image) and shared by all artifacts/backends."""
 
     def __init__(self, module):
-        from .runtimes.torch import TorchRunner
+        from ..runtimes.torch import TorchRunner
 
         self._module = module
         self._runners: dict = {}
@@ -64,31 +44,25 @@ class _References:
 
 
 def validate(artifacts: list[str], backends: list[str], module, items, *, threads: int = 2, progress=None) -> list[dict]:
-    """Returns one result dict per (artifact, backend)."""
-    from .inspect import describe, gpu_check
-    from .inspect_pte import describe_pte
-    from .preprocess import preprocess
-    from .runtimes import open_runner
-
+    """Returns one result dict per (artifact, backend); ``artifacts`` are paths or :class:`formats.Artifact` values."""
     refs = _References(module)
     inputs: dict = {}
     results = []
-    for path in artifacts:
-        info = describe_pte(path) if path.endswith(".pte") else describe(path)
-        size = tuple(info["inputs"][0]["shape"][2:4])
+    for art in artifacts:
+        art = art if isinstance(art, formats.Artifact) else formats.open_artifact(art)
+        path, size = art.path, art.size
         cpu_digests: dict = {}
         cpu_outputs: dict = {}
         order = sorted(backends, key=lambda b: b != "cpu")  # CPU first: the fallback/precision flags compare with it
         for backend in order:
-            row = {"artifact": os.path.basename(path), "sha256": sha256_file(path), "backend": backend,
+            row = {"artifact": art.name, "sha256": art.sha256, "backend": backend,
                    "size": list(size), "status": "ok", "error": None, "flags": [], "metrics": None}
-            g = None
-            if backend.startswith("gpu") and path.endswith(".tflite"):
-                g = gpu_check(path)
+            g = art.gpu_check() if backend.startswith("gpu") else None
+            if g is not None:
                 row["gpu_adapter"] = g["adapter"]
                 row["gpu_fully_delegated"] = g["fully_delegated"]
             try:
-                runner = open_runner(path, backend=backend, threads=threads)
+                runner = art.open_runner(backend=backend, threads=threads)
             except EdgedepthError as e:
                 row.update(status="compile_failed", error=(g or {}).get("error") or str(e))
                 results.append(row)

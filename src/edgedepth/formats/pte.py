@@ -1,4 +1,11 @@
-"""ExecuTorch target: module -> ``.pte`` for XNNPACK (CPU), WebGPU or Vulkan; FP32 or dynamic INT8 (XNNPACK only).
+"""ExecuTorch ``.pte`` format: look inside an ExecuTorch ``.pte``: size, methods, I/O, delegates per backend, ops left to portable kernels.
+
+Parsed with ExecuTorch's own serializer (``executorch.exir._serialize._deserialize_pte_binary``: the flatbuffer
+schema bindings shipped in the wheel), never by hand.  A .pte keeps each delegate as an opaque payload, so the number
+of graph nodes *inside* a delegate is not in the file: :func:`export_executorch` (below) counts
+them on the edge program at export time; pass its result as ``export_stats`` to carry them into the description.
+
+ExecuTorch target: module -> ``.pte`` for XNNPACK (CPU), WebGPU or Vulkan; FP32 or dynamic INT8 (XNNPACK only).
 
 Pipeline: ``torch.export.export(strict=False)`` -> ``to_edge_transform_and_lower(partitioner=[...])`` ->
 ``to_executorch()``, written via temp + rename (a failed export leaves no file).  Method ``forward(pixel_values
@@ -34,6 +41,141 @@ import numpy as np
 from ..errors import EdgedepthError
 from ..fsutil import atomic_path
 from ..progress import quiet_output as _quiet
+
+
+PTE_IDENTIFIER = b"ET"          # flatbuffer file identifier "ET12" (schema version digits follow)
+_DTYPES = {"FLOAT": "float32", "HALF": "float16", "DOUBLE": "float64", "BFLOAT16": "bfloat16", "LONG": "int64",
+           "INT": "int32", "SHORT": "int16", "CHAR": "int8", "BYTE": "uint8", "BOOL": "bool"}
+
+
+def _deserialize(data: bytes, path: str):
+    from executorch.exir._serialize import _deserialize_pte_binary
+
+    try:
+        return _deserialize_pte_binary(data)
+    except Exception as e:  # flatbuffers raises struct/index errors; segment checks raise ValueError
+        raise EdgedepthError(f"model file {path!r} is corrupt or truncated "
+                             f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
+
+
+def check(path: str) -> bytes:
+    """Read ``path`` and check it is a complete ExecuTorch program; raise a one-line error naming the problem."""
+    return _read_checked(path)[0]
+
+
+def _read_checked(path: str):
+    """(bytes, deserialized PTEFile) of a .pte that passed every check."""
+    if not os.path.exists(path):
+        raise EdgedepthError(f"model file {path!r} does not exist")
+    if os.path.isdir(path):
+        raise EdgedepthError(f"model file {path!r} is a folder")
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) == 0:
+        raise EdgedepthError(f"model file {path!r} is empty (0 bytes)")
+    if len(data) < 8 or data[4:6] != PTE_IDENTIFIER:
+        raise EdgedepthError(f"{path!r} is not an ExecuTorch program (no ET.. flatbuffer identifier)")
+    _check_extent(data, path)
+    pte = _deserialize(data, path)
+    if not pte.program.execution_plan:
+        raise EdgedepthError(f"model file {path!r} has no method")
+    return data, pte
+
+
+def _check_extent(data: bytes, path: str) -> None:
+    """The extended header says how long the flatbuffer and the segments are: a shorter file was truncated."""
+    from executorch.exir._serialize._program import _get_extended_header
+
+    eh = _get_extended_header(data)
+    if eh is None:
+        return
+    end = max(eh.program_size, eh.segment_base_offset + eh.segment_data_size if eh.segment_base_offset else 0)
+    if end > len(data):
+        raise EdgedepthError(f"model file {path!r} is truncated (its header says {end} bytes, file has {len(data)})")
+
+
+def _tensor_info(value) -> dict:
+    from executorch.exir.schema import Tensor
+
+    t = value.val
+    if not isinstance(t, Tensor):
+        return {"kind": type(t).__name__}
+    name = t.scalar_type.name
+    return {"shape": [int(s) for s in t.sizes], "dtype": _DTYPES.get(name, name.lower())}
+
+
+def describe(path: str, export_stats: dict | None = None) -> dict:
+    """Static description of a .pte (no runtime needed).
+
+    Keys: path, bytes, methods, inputs/outputs ([{shape, dtype}] of ``forward``), delegated_subgraphs {backend id: n},
+    delegate_bytes {backend id: payload bytes}, kernel_calls (instructions run by portable CPU kernels, i.e. not
+    delegated), delegate_calls, non_delegated_ops {op: n}, constant_bytes, named_data_bytes; plus ``export`` (edge-level
+    delegated/non-delegated node counts) when ``export_stats`` is given.
+    """
+    from executorch.exir.schema import DataLocation, DelegateCall, KernelCall
+
+    data, pte = _read_checked(path)
+    prog = pte.program
+    plans = {p.name: p for p in prog.execution_plan}
+    plan = plans.get("forward") or prog.execution_plan[0]
+    subgraphs: collections.Counter = collections.Counter()
+    payload: collections.Counter = collections.Counter()
+    for d in plan.delegates:
+        subgraphs[d.id] += 1
+        if d.processed.location == DataLocation.INLINE:
+            payload[d.id] += len(prog.backend_delegate_data[d.processed.index].data)
+    kernel_ops: collections.Counter = collections.Counter()
+    delegate_calls = 0
+    for chain in plan.chains:
+        for ins in chain.instructions:
+            a = ins.instr_args
+            if isinstance(a, KernelCall):
+                op = plan.operators[a.op_index]
+                kernel_ops[op.name + (f".{op.overload}" if op.overload else "")] += 1
+            elif isinstance(a, DelegateCall):
+                delegate_calls += 1
+    named = 0
+    if pte.named_data is not None:
+        named = sum(len(b) for b in pte.named_data.buffers)
+    info = {
+        "path": path,
+        "bytes": len(data),
+        "format": "executorch-pte " + data[4:8].decode("ascii", "replace"),
+        "methods": sorted(plans),
+        "inputs": [_tensor_info(plan.values[i]) for i in plan.inputs],
+        "outputs": [_tensor_info(plan.values[i]) for i in plan.outputs],
+        "delegated_subgraphs": dict(sorted(subgraphs.items())),
+        "delegate_bytes": dict(sorted(payload.items())),
+        "delegate_calls": delegate_calls,
+        "kernel_calls": sum(kernel_ops.values()),
+        "non_delegated_ops": dict(sorted(kernel_ops.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "constant_bytes": sum(len(b.storage) for b in prog.constant_buffer),
+        "named_data_bytes": named,
+    }
+    if export_stats:
+        keep = ("backend", "precision", "quantization", "rewrites", "delegated_nodes", "non_delegated_nodes",
+                "non_delegated_ops", "fully_delegated", "export_s")
+        info["export"] = {k: export_stats[k] for k in keep if k in export_stats}
+    return info
+
+
+def format_text(info: dict) -> str:
+    """Human-readable summary of :func:`describe`'s dict."""
+    io = lambda ts: ", ".join(f"{t.get('dtype')}{t.get('shape')}" for t in ts)  # noqa: E731
+    lines = [
+        f"{info['path']}: {info['bytes'] / 1e6:.1f} MB ({info['format']}), methods {', '.join(info['methods'])}",
+        f"  inputs  {io(info['inputs'])}",
+        f"  outputs {io(info['outputs'])}",
+        "  delegates: " + (", ".join(f"{k} x{v} ({info['delegate_bytes'].get(k, 0) / 1e6:.1f} MB)"
+                                     for k, v in info["delegated_subgraphs"].items()) or "none"),
+        f"  portable-kernel calls (not delegated): {info['kernel_calls']}"
+        + (" — " + ", ".join(f"{k} {v}" for k, v in info["non_delegated_ops"].items()) if info["kernel_calls"] else ""),
+    ]
+    if "export" in info:
+        e = info["export"]
+        lines.append(f"  at export: {e.get('delegated_nodes')} nodes delegated, {e.get('non_delegated_nodes')} not")
+    return "\n".join(lines)
+
 
 BACKENDS = ("xnnpack", "webgpu", "vulkan")
 PRECISIONS = ("fp32", "int8")
@@ -75,14 +217,12 @@ def prepare_model(model, height: int, width: int, rewrites=DEFAULT_REWRITES):
     if hasattr(m, "config"):
         # Propagates to the backbone's Dinov2Config on the copy only (the caller's model keeps its setting).
         m.config._attn_implementation = "eager"
-    report = []
-    if rewrites:
-        from ..rewrites import apply_rewrites
+    from ..rewrites import prepare
 
-        m, report = apply_rewrites(m, height, width, names=list(rewrites))
-    for p in m.parameters():
+    module, report = prepare(m, height, width, list(rewrites or ()))
+    for p in module.parameters():
         p.requires_grad_(False)
-    return DepthModule(m).eval(), report
+    return module.eval(), report
 
 
 def _sample(height: int, width: int):
@@ -222,3 +362,26 @@ def export(module, height: int, width: int, out_dir: str, backends=("xnnpack",),
             out[(backend, precision)] = export_executorch(module, height, width, path, backend, precision,
                                                           rewrites=rewrites, verbose=verbose)
     return out
+
+
+def open_runner(path: str, backend: str = "cpu", threads: int = 2):
+    """ExecuTorch runtime (XNNPACK, CPU): the only .pte backend the Python runtime runs here."""
+    from ..runtimes.executorch import ExecuTorchRunner
+
+    if backend != "cpu":
+        raise EdgedepthError(f"{path!r}: a .pte runs on the CPU here (ExecuTorch XNNPACK); use backend cpu")
+    info = describe(path)  # checks the file first: missing/empty/corrupt/truncated -> one-line error
+    return ExecuTorchRunner(path, threads=threads, backends=list(info["delegated_subgraphs"]))
+
+
+def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32",), rewrites="default",
+                 backends=None, verbose: bool = False, progress=None):
+    """:func:`edgedepth.formats.export` for ExecuTorch: every (backend, precision) pair that exists; ``[Exported]``."""
+    from . import Exported
+
+    backends = tuple(backends or ("xnnpack",))
+    names = DEFAULT_REWRITES if rewrites == "default" else tuple(rewrites or ())
+    stats = export(model, height, width, out_dir, backends, precisions, rewrites=names, verbose=verbose,
+                   progress=progress)
+    return [Exported(st["path"], "pte", precision, backend, list(st.get("rewrites", names)), st)
+            for (backend, precision), st in sorted(stats.items())]

@@ -1,4 +1,5 @@
-"""FP16 emulation: run a model the way a GPU delegate in FP16 mode would, on the CPU.
+"""FP16 emulation of a PyTorch model (weights and every op output rounded to float16) and its error against FP32:
+how far LiteRT's default GPU precision can land, measured without a GPU.
 
 ``emulate_fp16`` runs a model with every op's output and every weight rounded to FP16 (FP32 arithmetic inside each op:
 TFLite-GPU's F32_F16 mode; a lower bound for full-FP16 arithmetic), the way to check a build without a GPU;
@@ -14,8 +15,8 @@ import torch
 from torch import nn
 
 from ..checkpoint import DepthModule
-from ..parity import ParityAccumulator
-from . import FP16_MAX
+from .parity import ParityAccumulator
+from ..fp16 import FP16_MAX
 
 
 class _FP16Storage(torch.overrides.TorchFunctionMode):

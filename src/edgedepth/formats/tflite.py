@@ -1,4 +1,9 @@
-"""Look inside a .tflite: ops, I/O, weights, FC variants (schema bindings from ai_edge_litert), and a GPU check."""
+"""LiteRT ``.tflite`` format: look inside (ops, I/O, weights, FC variants; schema bindings from ai_edge_litert), a GPU
+check, the runner, and the export target: module -> ``.tflite`` (litert-torch), FP32 -> dynamic INT8 (ai-edge-quantizer ``dynamic_wi8_afp32``).
+
+Signature of every file: ``serving_default(args_0: float32[1,3,H,W]) -> output_0: float32[1,H,W]``.
+Files are written via temp + rename; a failed export leaves no partial file.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,9 @@ import tempfile
 
 import numpy as np
 
-from .errors import EdgedepthError
+from ..errors import EdgedepthError
+from ..fsutil import atomic_path
+from ..progress import quiet_output as _quiet
 
 
 def _schema():
@@ -21,7 +28,7 @@ def _schema():
     return S
 
 
-def check_tflite_file(path: str) -> bytes:
+def check(path: str) -> bytes:
     """Read ``path`` and check it is a complete TFLite flatbuffer; raise a one-line error naming the problem."""
     if not os.path.exists(path):
         raise EdgedepthError(f"model file {path!r} does not exist")
@@ -90,7 +97,7 @@ def _op_macs(name: str, op, sg) -> int:
 
 def describe(path: str) -> dict:
     """Static description of a .tflite (no runtime needed)."""
-    data = check_tflite_file(path)
+    data = check(path)
     model = _parse(data, path)
     ops, dtypes = _op_names(), _dtype_names()
     sg = model.subgraphs[0]
@@ -149,9 +156,9 @@ def gpu_check(path: str, timeout: float = 600.0, x: np.ndarray | None = None, en
     Keys: fully_delegated (bool), gpu_ops / cpu_ops (int or None), unsupported ({op: reason}), adapter (str or None),
     error (str or None: the compile error, e.g. LiteRT #9481's "Unable to parse bc coord for BATCH axis").
     """
-    from .runtimes.vulkan import vulkan_env
+    from ..runtimes.vulkan import vulkan_env
 
-    check_tflite_file(path)
+    check(path)
     with tempfile.TemporaryDirectory(prefix="edgedepth-gpu-") as tmp:
         x_path, y_path = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
         cmd = [sys.executable, "-m", "edgedepth.runtimes.gpu_probe", os.path.abspath(path)]
@@ -204,12 +211,6 @@ def parse_gpu_log(stdout: str, log: str, returncode: int) -> dict:
     }
 
 
-def inspect_file(path: str, gpu: bool = True) -> dict:
-    info = describe(path)
-    info["gpu"] = gpu_check(path) if gpu else None
-    return info
-
-
 def format_text(info: dict) -> str:
     lines = [f"{info['file']}: {info['bytes'] / 1e6:.1f} MB, {info['ops']} ops"]
     for s in info["signatures"]:
@@ -235,3 +236,82 @@ def format_text(info: dict) -> str:
             split = f"{g['gpu_ops']} ops on GPU, {g['cpu_ops']} would fall back to CPU; " if g["gpu_ops"] is not None else ""
             lines.append(f"  GPU{where}: NOT fully delegated: {split}{g['error']}")
     return "\n".join(lines)
+
+
+PRECISIONS = ("fp32", "int8")
+
+
+def file_name(height: int, width: int, precision: str, plain: bool = False) -> str:
+    return f"depth_anything_v2_small_{height}x{width}_{precision}{'_plain' if plain else ''}.tflite"
+
+
+def convert_fp32(module, height: int, width: int, path: str, *, verbose: bool = False) -> None:
+    """Trace ``module`` at [1,3,H,W] and write the FP32 .tflite atomically."""
+    import litert_torch
+    import torch
+
+    sample = torch.from_numpy(np.random.default_rng(0).standard_normal((1, 3, height, width), dtype=np.float32))
+    with _quiet(not verbose), torch.no_grad():
+        edge = litert_torch.convert(module.eval(), (sample,))
+        with atomic_path(path) as tmp:
+            edge.export(tmp)
+
+
+def quantize_int8(fp32_path: str, path: str, *, verbose: bool = False) -> None:
+    """Dynamic-range INT8 (int8 weights, float activations) from an FP32 .tflite, written atomically."""
+    from ai_edge_quantizer import quantizer, recipe
+
+    with _quiet(not verbose):
+        q = quantizer.Quantizer(fp32_path)
+        q.load_quantization_recipe(recipe.dynamic_wi8_afp32())
+        result = q.quantize()
+        with atomic_path(path) as tmp:
+            result.export_model(tmp, overwrite=True)
+
+
+def export(module, height: int, width: int, out_dir: str, precisions=("fp32", "int8"), *, plain: bool = False,
+           verbose: bool = False, progress=None) -> dict[str, str]:
+    """Export ``module`` to ``out_dir``; returns {precision: path}. INT8 is always made from the FP32 graph.
+
+    ``progress(stage_name)`` is called as each stage starts (the CLI drives a bar with it).
+    """
+    progress = progress or (lambda stage: None)
+    paths = {p: os.path.join(out_dir, file_name(height, width, p, plain)) for p in precisions}
+    fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain) + ".int8src")
+    progress(f"convert FP32 {height}x{width}")
+    convert_fp32(module, height, width, fp32, verbose=verbose)
+    try:
+        if "int8" in paths:
+            progress("quantize INT8 (dynamic_wi8_afp32)")
+            quantize_int8(fp32, paths["int8"], verbose=verbose)
+    finally:
+        if "fp32" not in paths and os.path.exists(fp32):
+            os.remove(fp32)
+    return paths
+
+
+def open_runner(path: str, backend: str = "cpu", threads: int = 2):
+    """LiteRT CompiledModel on ``cpu``, ``gpu`` (FP32 enforced) or ``gpu-fp16`` (default precision policy)."""
+    from ..runtimes.litert import LiteRTRunner
+
+    check(path)
+    return LiteRTRunner(path, backend=backend, threads=threads)
+
+
+def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32", "int8"), rewrites="default",
+                 backends=None, verbose: bool = False, progress=None):
+    """:func:`edgedepth.formats.export` for LiteRT: prepare (rewrites) -> FP32 -> INT8; ``[Exported]``."""
+    from ..rewrites import prepare
+    from . import Exported
+
+    if backends:
+        raise EdgedepthError("LiteRT files take no export backend (the runtime chooses CPU or GPU)")
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad or not precisions:
+        raise EdgedepthError(f"precision {', '.join(bad) or '(none)'}: LiteRT files are {', '.join(PRECISIONS)}")
+    progress = progress or (lambda stage: None)
+    progress("rewrites" if rewrites else "rewrites: off (plain)")
+    module, report = prepare(model, height, width, rewrites)
+    applied = [r["name"] for r in report if r["changed"]]
+    paths = export(module, height, width, out_dir, precisions, plain=not rewrites, verbose=verbose, progress=progress)
+    return [Exported(path, "tflite", precision, None, applied, {}) for precision, path in paths.items()]

@@ -1,0 +1,145 @@
+"""Artifact formats: the one place that knows file formats.
+
+Each format is one module (``tflite``, ``pte``) offering ``check(path)``, ``describe(path) -> dict``,
+``format_text(info) -> str``, ``open_runner(path, backend, threads)``, ``file_name(...)`` and ``export(...)``; the
+registry below maps a file suffix to it.  Everything else asks the registry (``format_of``, ``open_artifact``) instead
+of switching on file extensions.  Adding a format = adding one module and one ``Format`` line here.
+
+An :class:`Artifact` is a file described and hashed once, then passed along (validate, bench, release, the API).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+
+from ..errors import EdgedepthError
+from ..fsutil import sha256_file
+
+
+@dataclasses.dataclass(frozen=True)
+class Format:
+    name: str                   # "tflite", "pte"
+    suffix: str                 # ".tflite"
+    runtime: str                # what runs it, also the export target's name: "litert", "executorch"
+    backends: tuple[str, ...]   # backends open_runner accepts here
+    gpu_check: bool             # has a GPU-delegation check (LiteRT's GPU accelerator)
+    module_name: str
+
+    @property
+    def module(self):
+        return importlib.import_module(self.module_name)
+
+
+FORMATS: dict[str, Format] = {f.suffix: f for f in (
+    Format("tflite", ".tflite", "litert", ("cpu", "gpu", "gpu-fp16"), True, "edgedepth.formats.tflite"),
+    Format("pte", ".pte", "executorch", ("cpu",), False, "edgedepth.formats.pte"),
+)}
+SUFFIXES = tuple(FORMATS)
+TARGETS = {f.runtime: f for f in FORMATS.values()}      # export --target NAME
+
+
+def target(name: str) -> Format:
+    if name not in TARGETS:
+        raise EdgedepthError(f"unknown export target {name!r} (choose from {', '.join(TARGETS)})")
+    return TARGETS[name]
+
+
+def is_artifact(path: str) -> bool:
+    return os.path.splitext(path)[1].lower() in FORMATS
+
+
+def format_of(path: str) -> Format:
+    """The format of ``path`` by its suffix; a one-line error for anything else."""
+    fmt = FORMATS.get(os.path.splitext(path)[1].lower())
+    if fmt is None:
+        raise EdgedepthError(f"{path!r} is not a model file of a known format ({', '.join(SUFFIXES)})")
+    return fmt
+
+
+@dataclasses.dataclass
+class Artifact:
+    """One model file: described (which also checks it) and hashed once."""
+
+    path: str
+    format: Format
+    sha256: str
+    info: dict
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return tuple(self.info["inputs"][0]["shape"])
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return int(self.input_shape[2]), int(self.input_shape[3])
+
+    def describe(self) -> dict:
+        return self.info
+
+    def format_text(self) -> str:
+        return self.format.module.format_text(self.info)
+
+    def open_runner(self, backend: str = "cpu", threads: int = 2):
+        return self.format.module.open_runner(self.path, backend=backend, threads=threads)
+
+    def gpu_check(self, **kw) -> dict | None:
+        """Compile on the GPU accelerator alone (child process); None for formats without a GPU check here."""
+        return self.format.module.gpu_check(self.path, **kw) if self.format.gpu_check else None
+
+
+def open_artifact(path: str) -> Artifact:
+    """Check, describe and hash ``path`` (one-line errors for missing, empty, corrupt or truncated files)."""
+    fmt = format_of(path)
+    info = fmt.module.describe(path)
+    return Artifact(path=path, format=fmt, sha256=sha256_file(path), info=info)
+
+
+def open_runner(path: str, backend: str = "cpu", threads: int = 2):
+    """The runner for a model file, by its format (a shortcut for ``open_artifact(path).open_runner(...)``)."""
+    return format_of(path).module.open_runner(path, backend=backend, threads=threads)
+
+
+def find_artifacts(paths: list[str]) -> list[str]:
+    """Files as given; a folder contributes its model files of every registered format (sorted)."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = sorted(os.path.join(p, f) for f in os.listdir(p) if is_artifact(f))
+            if not found:
+                raise EdgedepthError(f"folder {p!r} holds no model files ({', '.join(SUFFIXES)})")
+            out += found
+        elif not os.path.exists(p):
+            raise EdgedepthError(f"artifact {p!r} does not exist")
+        else:
+            out.append(p)
+    return out
+
+
+@dataclasses.dataclass
+class Exported:
+    """One file written by :func:`export`."""
+
+    path: str
+    format: str                 # Format.name
+    precision: str
+    backend: str | None         # ExecuTorch backend; None for LiteRT (the runtime picks CPU/GPU)
+    rewrites: list[str]         # rewrites that changed something, in the order run
+    stats: dict                 # format-specific export facts (e.g. ExecuTorch delegation counts)
+
+
+def export(model, height: int, width: int, out_dir: str, *, target_name: str = "litert", precisions=("fp32", "int8"),
+           rewrites="default", backends=None, verbose: bool = False, progress=None) -> list[Exported]:
+    """Export a checkpoint's model (``Checkpoint.model``) at one size to ``out_dir`` through the format registry.
+
+    ``rewrites``: ``"default"`` (the target's default rewrites), names, or ``()`` for the plain baseline.  Every target
+    prepares the model with :func:`edgedepth.rewrites.prepare`; files are written atomically.
+    """
+    fmt = target(target_name)
+    return fmt.module.export_model(model, height, width, out_dir, precisions=tuple(precisions), rewrites=rewrites,
+                                   backends=backends, verbose=verbose, progress=progress)

@@ -1,0 +1,107 @@
+"""A release recipe: a Python file defining ``RECIPE`` (a dict), read into a typed, validated :class:`Recipe`.
+
+Every field is checked once, here, with a one-line error naming the field; the build and the CLI only see the typed
+object.  The recipe file's SHA-256 goes into the manifest's provenance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import runpy
+
+from ..errors import EdgedepthError
+from ..preprocess import parse_size
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecuTorchPart:
+    sizes: tuple[str, ...]
+    backends: tuple[str, ...]
+    precisions: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    name: str
+    base_model: str
+    model: str                                  # checkpoint spec (HF_ID@REV, folder, synthetic...)
+    sizes: tuple[str, ...]                      # "HxW", multiples of the 14-pixel patch
+    rewrites: str                               # "default": edgedepth.rewrites.PIPELINE defaults
+    litert_precisions: tuple[str, ...]
+    executorch: ExecuTorchPart | None
+    parity_images: int                          # images of the build's parity gate (0: no gate)
+    parity_data: tuple[str, ...] = ()           # committed `edgedepth validate --json` reports (matched by sha256)
+    latency_data: tuple[str, ...] = ()          # committed `edgedepth bench --json` reports (matched by sha256)
+    path: str = ""
+    sha256: str = ""
+
+    def with_overrides(self, *, model: str | None = None, sizes: list[str] | None = None,
+                       parity_images: int | None = None) -> "Recipe":
+        """The recipe with the CLI's overrides applied (validated like the file's own values)."""
+        r = dataclasses.replace(self, model=model or self.model, sizes=tuple(sizes or self.sizes),
+                                parity_images=self.parity_images if parity_images is None else parity_images)
+        _check_sizes("sizes", r.sizes)
+        if r.parity_images < 0:
+            raise EdgedepthError(f"parity images {r.parity_images}: must be >= 0")
+        return r
+
+
+def _check_sizes(field: str, sizes) -> None:
+    if not sizes:
+        raise EdgedepthError(f"recipe field {field!r} lists no size")
+    for s in sizes:
+        parse_size(s)                           # one-line error for anything that is not HxW in multiples of 14
+
+
+def _field(d: dict, key: str, kind, where: str):
+    if key not in d:
+        raise EdgedepthError(f"recipe {where}: missing field {key!r}")
+    if not isinstance(d[key], kind):
+        raise EdgedepthError(f"recipe {where}: field {key!r} should be {getattr(kind, '__name__', kind)}")
+    return d[key]
+
+
+def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
+    """Validate a RECIPE dict (see recipes/depth-anything-v2-small.py) into a :class:`Recipe`."""
+    from ..formats import pte, tflite
+
+    where = os.path.basename(path) or "RECIPE"
+    lit = _field(d, "litert", dict, where)
+    precisions = tuple(_field(lit, "precisions", list, where))
+    bad = [p for p in precisions if p not in tflite.PRECISIONS]
+    if bad:
+        raise EdgedepthError(f"recipe {where}: litert precision(s) {bad} unknown (choose from {tflite.PRECISIONS})")
+    et = None
+    if d.get("executorch"):
+        e = d["executorch"]
+        et = ExecuTorchPart(tuple(_field(e, "sizes", list, where)), tuple(_field(e, "backends", list, where)),
+                            tuple(_field(e, "precisions", list, where)))
+        _check_sizes("executorch.sizes", et.sizes)
+        if [b for b in et.backends if b not in pte.BACKENDS] or [p for p in et.precisions if p not in pte.PRECISIONS]:
+            raise EdgedepthError(f"recipe {where}: executorch backends {et.backends} / precisions {et.precisions} "
+                                 f"(choose from {pte.BACKENDS} / {pte.PRECISIONS})")
+    rewrites = d.get("rewrites", "default")
+    if rewrites != "default":
+        raise EdgedepthError(f"recipe {where}: rewrites {rewrites!r}: only 'default' is supported")
+    r = Recipe(
+        name=_field(d, "name", str, where), base_model=_field(d, "base_model", str, where),
+        model=_field(d, "model", str, where), sizes=tuple(_field(d, "sizes", list, where)), rewrites=rewrites,
+        litert_precisions=precisions, executorch=et,
+        parity_images=int(_field(_field(d, "parity", dict, where), "images", int, where)),
+        parity_data=tuple(d.get("parity_data", [])), latency_data=tuple(d.get("latency_data", [])),
+        path=path, sha256=sha256)
+    _check_sizes("sizes", r.sizes)
+    return r
+
+
+def load_recipe(path: str) -> Recipe:
+    """Run the recipe file and validate its RECIPE dict."""
+    if not os.path.isfile(path):
+        raise EdgedepthError(f"recipe {path!r} does not exist")
+    data = open(path, "rb").read()
+    ns = runpy.run_path(path, run_name="edgedepth_recipe")
+    if not isinstance(ns.get("RECIPE"), dict):
+        raise EdgedepthError(f"recipe {path!r} defines no RECIPE dict")
+    return from_dict(ns["RECIPE"], path=path, sha256=hashlib.sha256(data).hexdigest())

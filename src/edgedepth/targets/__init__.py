@@ -1,1 +1,0 @@
-"""Targets: PyTorch module -> on-device file (litert.py: .tflite FP32/INT8)."""

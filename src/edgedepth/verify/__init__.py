@@ -1,0 +1,1 @@
+"""Verification: parity against PyTorch (``validate``, ``parity``), latency (``bench``), and their reports."""

@@ -1,0 +1,48 @@
+"""The pipeline's shape, checked: import layers (import-linter contract in pyproject.toml), one place for formats."""
+
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC = os.path.join(ROOT, "src", "edgedepth")
+
+
+def test_import_layers_contract():
+    """No import loop and no upward import (cli -> api/serve -> release -> verify -> formats -> runtimes -> rewrites
+    -> fp16 -> checkpoint -> data -> basics), function-level imports included."""
+    lint = os.path.join(os.path.dirname(sys.executable), "lint-imports")
+    assert os.path.isfile(lint), "import-linter is not installed (requirements.txt pins it; run `make setup`)"
+    r = subprocess.run([lint, "--config", os.path.join(ROOT, "pyproject.toml")], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert "1 kept, 0 broken" in r.stdout
+
+
+def test_every_module_is_in_a_layer():
+    """A new top-level module or package must be placed in the contract, or it escapes the check."""
+    import tomllib
+
+    layers = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))["tool"]["importlinter"]["contracts"][0][
+        "layers"]
+    named = {m.strip() for layer in layers for m in layer.split("|")}
+    present = {f"edgedepth.{n[:-3] if n.endswith('.py') else n}" for n in os.listdir(SRC)
+               if (n.endswith(".py") and n != "__init__.py") or os.path.isfile(os.path.join(SRC, n, "__init__.py"))}
+    assert present - named == set(), f"modules outside the layer contract: {sorted(present - named)}"
+
+
+def test_no_file_extension_switch_outside_the_format_registry():
+    """Only edgedepth.formats knows file formats: no endswith(".tflite"/".pte") dispatch elsewhere."""
+    pattern = re.compile(r"""endswith\(\(?["'](\.tflite|\.pte)""")
+    offenders = []
+    for dirpath, _, files in os.walk(SRC):
+        if os.path.relpath(dirpath, SRC).split(os.sep)[0] == "formats":
+            continue
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(dirpath, f)
+                for i, line in enumerate(open(path, encoding="utf-8"), 1):
+                    if pattern.search(line):
+                        offenders.append(f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
