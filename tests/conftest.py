@@ -193,7 +193,7 @@ def tiny_refs(tiny_ckpt, tiny_input):
 def tiny_plain_export(tmp_path_factory, tiny_ckpt):
     """synthetic-tiny at 56x70, plain conversion, FP32 + INT8."""
     from edgedepth.checkpoint import DepthModule
-    from edgedepth.targets import litert
+    from edgedepth.formats import tflite as litert
 
     out = tmp_path_factory.mktemp("tiny_plain")
     return litert.export(DepthModule(tiny_ckpt.model), *TINY_SIZE, str(out), ("fp32", "int8"), plain=True)
@@ -203,7 +203,7 @@ def tiny_plain_export(tmp_path_factory, tiny_ckpt):
 def full_plain_export(tmp_path_factory):
     """The full-size synthetic model at 518x686, plain conversion, FP32 + INT8 (about a minute)."""
     from edgedepth.checkpoint import DepthModule, load_checkpoint
-    from edgedepth.targets import litert
+    from edgedepth.formats import tflite as litert
 
     out = tmp_path_factory.mktemp("full_plain")
     ckpt = load_checkpoint("synthetic", quiet=True)

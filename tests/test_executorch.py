@@ -16,9 +16,9 @@ from edgedepth.checkpoint import DepthModule
 from edgedepth.errors import EdgedepthError
 
 # executorch is a pinned requirement (requirements.txt): a missing install fails here, it is not skipped.
-from edgedepth.inspect_pte import describe_pte  # noqa: E402
-from edgedepth.runtimes.executorch import ExecuTorchRunner  # noqa: E402
-from edgedepth.targets import executorch as et  # noqa: E402
+from edgedepth.formats.pte import describe as describe_pte  # noqa: E402
+from edgedepth.formats import open_runner  # noqa: E402
+from edgedepth.formats import pte as et  # noqa: E402
 
 WEBGPU_SIZE = (224, 224)
 # FP32 parity: conftest's policy (within FP32_NOISE_FACTOR of PyTorch FP32's own error vs float64; measured rel-L2
@@ -46,7 +46,7 @@ def et_webgpu_224(tmp_path_factory, tiny_ckpt):
 @pytest.mark.parametrize("threads", THREADS)
 def test_xnnpack_fp32_matches_pytorch(et_tiny, tiny_input, tiny_refs, record_property, threads):
     st = et_tiny[("xnnpack", "fp32")]
-    r = ExecuTorchRunner(st["path"], threads=threads)
+    r = open_runner(st["path"], threads=threads)
     try:
         assert r.name == "executorch-xnnpack"
         assert r.input_shape == (1, 3, *TINY_SIZE)
@@ -92,7 +92,7 @@ def test_xnnpack_int8_linear_only(et_tiny, tiny_input, tiny_refs, record_propert
     fp32, int8 = et_tiny[("xnnpack", "fp32")], et_tiny[("xnnpack", "int8")]
     assert "linear" in int8["quantization"]
     assert int8["bytes"] < fp32["bytes"]
-    r = ExecuTorchRunner(int8["path"], threads=threads)
+    r = open_runner(int8["path"], threads=threads)
     try:
         out = r.run(tiny_input)
     finally:
@@ -117,7 +117,7 @@ def test_webgpu_fully_delegated_and_deterministic(et_webgpu_224):
 
 def test_webgpu_pte_cannot_run_here(et_webgpu_224):
     with pytest.raises(EdgedepthError, match="VulkanBackend"):
-        ExecuTorchRunner(et_webgpu_224[0]["path"])
+        open_runner(et_webgpu_224[0]["path"])
 
 
 def test_webgpu_needs_frozen_position_embedding(tmp_path, tiny_ckpt):
@@ -154,7 +154,7 @@ def test_bad_pte_files_give_one_line_errors(tmp_path, et_tiny):
         if data is not None:
             path.write_bytes(data)
         with pytest.raises(EdgedepthError) as e:
-            ExecuTorchRunner(str(path))
+            open_runner(str(path))
         msg = str(e.value)
         assert "\n" not in msg and name in msg, msg
     with pytest.raises(EdgedepthError, match="is a folder"):
@@ -173,7 +173,7 @@ def test_bad_arguments(tmp_path, tiny_ckpt):
 
 
 def test_input_shape_is_checked(et_tiny):
-    r = ExecuTorchRunner(et_tiny[("xnnpack", "fp32")]["path"])
+    r = open_runner(et_tiny[("xnnpack", "fp32")]["path"])
     try:
         with pytest.raises(EdgedepthError, match="does not match"):
             r.run(np.zeros((1, 3, 70, 56), np.float32))
@@ -203,7 +203,7 @@ def test_full_size_518x686(tmp_path, full_reference):
     assert st["non_delegated_ops"] == {"aten.expand_copy.default": 48, "aten.native_layer_norm.default": 28,
                                        "aten.squeeze_copy.dims": 1, "dim_order_ops._to_dim_order_copy.default": 1}
     for threads in THREADS:
-        r = ExecuTorchRunner(st["path"], threads=threads)
+        r = open_runner(st["path"], threads=threads)
         try:
             assert_within_fp32_noise(r.run(ref["x"]), ref["fp64"], ref["fp32"],
                                      what=f"full size, XNNPACK FP32 {threads} thread(s)")

@@ -8,11 +8,14 @@ here; the constants bound FP16 rounding/overflow effects (FP16 unit roundoff 4.9
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
 
-from edgedepth.fp16 import FP16_MAX, emulate, probe, report
+from edgedepth.fp16 import FP16_MAX, probe, report
+from edgedepth.verify import fp16_emulation as emulate
 from edgedepth.fp16.stress import stress_checkpoint
 from edgedepth.checkpoint import DepthModule, load_checkpoint
 from edgedepth.rewrites import RewriteContext, apply_rewrites
@@ -130,7 +133,7 @@ def test_fp16_package_import_rules():
 
     code = ("import sys, edgedepth; assert 'torch' not in sys.modules, 'torch'; "
             "import edgedepth.checkpoint; assert not [m for m in sys.modules if m.startswith('edgedepth.fp16.')]; "
-            "import edgedepth.fp16.topology, edgedepth.fp16.probe, edgedepth.fp16.emulate, edgedepth.fp16.stress, "
+            "import edgedepth.fp16.topology, edgedepth.fp16.probe, edgedepth.fp16.stress, "
             "edgedepth.fp16.report; bad = [m for m in sys.modules if m.startswith('edgedepth.rewrites')]; "
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy())
@@ -245,7 +248,7 @@ def test_fp16_emulation_layernorm_variance(tiny, xs):
 
 @pytest.fixture(scope="module")
 def tflites(opt_and_safe, tmp_path_factory):
-    from edgedepth.targets import litert
+    from edgedepth.formats import tflite as litert
 
     opt, safe, _ = opt_and_safe
     d = tmp_path_factory.mktemp("fp16")
@@ -258,7 +261,7 @@ def tflites(opt_and_safe, tmp_path_factory):
 
 @pytest.mark.parametrize("threads", THREADS)
 def test_converted_same_ops_bit_identical_cpu(tflites, xs, threads):
-    from edgedepth.inspect import describe
+    from edgedepth.formats.tflite import describe
     from edgedepth.runtimes.litert import LiteRTRunner
 
     a, b = describe(tflites["opt"]), describe(tflites["safe"])
@@ -272,7 +275,7 @@ def test_swiftshader_default_precision_computes_fp32(tflites, xs, monkeypatch):
     """On SwiftShader (no shader-f16) the default precision policy still computes FP32: the stressed graph, whose
     activations reach 1e8, comes out finite and bit-identical to enforce_f32.  FP16 behaviour needs a real GPU.
     SwiftShader is selected explicitly (a real GPU named in the environment would answer another question)."""
-    from edgedepth.inspect import gpu_check
+    from edgedepth.formats.tflite import gpu_check
 
     monkeypatch.delenv("VK_DRIVER_FILES", raising=False)
     monkeypatch.setenv("VK_ICD_FILENAMES", SWIFTSHADER_ICD)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from edgedepth.inspect import describe, gpu_check
+from edgedepth.formats.tflite import describe, gpu_check
 from conftest import run_cli
 
 PLAIN_OPS_TRANSFORMERS_5_24 = 748  # 746 + the all-true attention mask transformers 5 adds under export (3 ops... see NOTES)
@@ -29,7 +29,7 @@ def test_macs_counted_from_static_shapes(tmp_path):
     """Hand count: FC 8->16 on 5 tokens, batched q@k^T over 2x5x4, 3x3 conv 3->6 on 7x9 ('same' padding)."""
     import torch
 
-    from edgedepth.targets.litert import convert_fp32
+    from edgedepth.formats.tflite import convert_fp32
 
     class M(torch.nn.Module):
         def __init__(self):

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from edgedepth.checkpoint import DepthModule
-from edgedepth.inspect import describe
+from edgedepth.formats.tflite import describe
 from edgedepth.runtimes.litert import LiteRTRunner
-from edgedepth.targets import litert
+from edgedepth.formats import tflite as litert
 from conftest import THREADS, TINY_SIZE, assert_within_fp32_noise, rel_l2
 
 

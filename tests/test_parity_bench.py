@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from edgedepth.bench import floor_ratios, run_interleaved, summarise
-from edgedepth.parity import ParityAccumulator, align_scale_shift
+from edgedepth.verify.bench import floor_ratios, run_interleaved, summarise
+from edgedepth.verify.parity import ParityAccumulator, align_scale_shift
 from conftest import FP32_NOISE_FACTOR, TINY_SIZE, float64_reference, run_cli, torch_fp32
 
 
@@ -51,7 +51,7 @@ def test_known_perturbation_gives_expected_rel_l2():
 
 
 class _FakeClock:
-    """Stands in for ``time`` in edgedepth.bench: perf_counter() reads a counter that only the fake runners advance,
+    """Stands in for ``time`` in edgedepth.verify.bench: perf_counter() reads a counter that only the fake runners advance,
     so the measured times are exactly the runners' costs, whatever the machine's load (no sleeping)."""
 
     def __init__(self):
@@ -81,7 +81,7 @@ class _FakeRunner:
 
 
 def test_interleaving_order_and_stats(monkeypatch):
-    import edgedepth.bench as bench
+    import edgedepth.verify.bench as bench
 
     _FakeRunner.log = []
     _FakeRunner.clock = _FakeClock()

@@ -55,10 +55,10 @@ def _require_browser_stack():
 # ---------------------------------------------------------------------------------------------------- release folders
 
 def _write_release(folder: str, paths: dict[str, str], size: tuple[int, int], *, gpu_check: bool = True) -> dict:
-    """Copy .tflite files into ``folder`` and write its manifest.json (schema of edgedepth.manifest)."""
-    from edgedepth import manifest as mf
-    from edgedepth.inspect import describe
-    from edgedepth.inspect import gpu_check as run_gpu_check
+    """Copy .tflite files into ``folder`` and write its manifest.json (schema of edgedepth.release.manifest)."""
+    from edgedepth.release import manifest as mf
+    from edgedepth.formats.tflite import describe
+    from edgedepth.formats.tflite import gpu_check as run_gpu_check
 
     os.makedirs(folder, exist_ok=True)
     entries = []
@@ -88,7 +88,7 @@ def gpu_release(tmp_path_factory, tiny_ckpt):
     """synthetic-tiny 56x70 after edgedepth's GPU rewrites: fully delegated to LiteRT's GPU accelerator."""
     from edgedepth.checkpoint import DepthModule
     from edgedepth.rewrites import apply_rewrites
-    from edgedepth.targets import litert
+    from edgedepth.formats import tflite as litert
 
     work = str(tmp_path_factory.mktemp("pg_gpu_export"))
     model, _ = apply_rewrites(tiny_ckpt.model, *TINY_SIZE)
@@ -566,7 +566,7 @@ def test_page_reports_an_unreadable_release(tiny_release, serve_folder, open_pag
 def full_fp32_release(tmp_path_factory, full_reference):
     """A fresh export of load_checkpoint('synthetic') at 518x686 (the model of conftest's full_reference)."""
     from edgedepth.checkpoint import DepthModule
-    from edgedepth.targets import litert
+    from edgedepth.formats import tflite as litert
 
     work = str(tmp_path_factory.mktemp("pg_full_export"))
     path = litert.export(DepthModule(full_reference["ckpt"].model), *FULL_SIZE, work, ("fp32",))["fp32"]

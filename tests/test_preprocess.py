@@ -50,7 +50,7 @@ def test_parse_size(text, expected):
 
 @pytest.mark.parametrize("text", ["500x686", "518", "axb", "0x14", "-14x14", "518x686x3"])
 def test_parse_size_rejects(text):
-    with pytest.raises(EdgedepthError, match="--size"):
+    with pytest.raises(EdgedepthError, match="size"):
         parse_size(text)
 
 

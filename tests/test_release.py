@@ -153,8 +153,23 @@ def test_recipe_presets_are_valid_export_sizes():
     from edgedepth.preprocess import parse_size
     from edgedepth.release import PRESET_SIZES, load_recipe
 
-    recipe, digest = load_recipe(RECIPE)
-    assert len(digest) == 64 and recipe["sizes"] == PRESET_SIZES
-    for s in recipe["sizes"] + recipe["executorch"]["sizes"]:
+    recipe = load_recipe(RECIPE)
+    assert len(recipe.sha256) == 64 and list(recipe.sizes) == PRESET_SIZES
+    for s in recipe.sizes + recipe.executorch.sizes:
         h, w = parse_size(s)
         assert h % 14 == 0 and w % 14 == 0
+
+
+@pytest.mark.parametrize("field,value,expected", [
+    ("sizes", ["256x256"], "multiples of 14"), ("litert", {"precisions": ["fp8"]}, "unknown"),
+    ("parity", {}, "missing field 'images'"), ("name", 3, "should be str")])
+def test_bad_recipe_is_one_clear_error(tmp_path, field, value, expected):
+    from edgedepth.release import load_recipe
+
+    p = tmp_path / "r.py"
+    p.write_text(f"import runpy\nRECIPE = dict(runpy.run_path({RECIPE!r})['RECIPE'])\nRECIPE[{field!r}] = {value!r}\n")
+    r = run_cli("release", "--recipe", p, "--out", tmp_path / "out", "--quiet")
+    assert r.returncode == 2 and expected in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(Exception, match=expected):
+        load_recipe(str(p))

@@ -15,10 +15,10 @@ import torch
 
 from edgedepth.checkpoint import DepthModule, load_checkpoint
 from edgedepth.rewrites import PIPELINE, RewriteContext, apply_rewrites
-from edgedepth.inspect import describe, gpu_check
+from edgedepth.formats.tflite import describe, gpu_check
 from edgedepth.rewrites._modules import EdgeAttention, EdgeLayerNorm, FrozenEmbeddings
 from edgedepth.runtimes.litert import LiteRTRunner
-from edgedepth.targets import litert
+from edgedepth.formats import tflite as litert
 
 TINY_H, TINY_W = 56, 70
 CPU_ONLY_OPS = {"BROADCAST_TO", "GATHER_ND", "SELECT_V2"}

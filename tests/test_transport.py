@@ -4,7 +4,7 @@ import pytest
 
 from edgedepth import transport
 from edgedepth.errors import EdgedepthError
-from edgedepth.inspect import describe
+from edgedepth.formats.tflite import describe
 from edgedepth.runtimes.litert import LiteRTRunner
 from conftest import rel_l2
 

@@ -233,13 +233,14 @@ def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False) -> Checkp
         if not os.path.isfile(os.path.join(spec, "config.json")):
             raise EdgedepthError(f"{spec!r} is a folder but has no config.json: not a Hugging Face checkpoint folder")
         return _load_pretrained(spec, None, "local")
-    if spec.endswith((".tflite", ".pte")) or os.path.isfile(spec):
-        raise EdgedepthError(f"--model {spec!r}: expected a checkpoint (HF_ID[@REV], a folder, synthetic), not a file")
+    if os.path.isfile(spec):
+        raise EdgedepthError(f"model {spec!r}: expected a checkpoint (HF_ID[@REV], a folder, synthetic), not a file",
+                             option="model")
     hf_id, _, rev = spec.partition("@")
     if hf_id.count("/") != 1:
         raise EdgedepthError(
-            f"--model {spec!r}: not a folder, not 'synthetic'/'synthetic-tiny', and not a hub id of the form OWNER/NAME[@REV]"
-        )
+            f"model {spec!r}: not a folder, not 'synthetic'/'synthetic-tiny', and not a hub id of the form "
+            "OWNER/NAME[@REV]", option="model")
     return _load_pretrained(hf_id, rev or None, "hf")
 
 

@@ -74,7 +74,13 @@ def cmd_inspect(args) -> int:
             raise EdgedepthError("inspect --ranges probes a checkpoint (--model), not files")
         if args.images < 1:
             raise EdgedepthError("--images must be at least 1")
-        print(run_cli(args.model or DEFAULT_MODEL, args.size, args.images, as_json=args.json))
+        text = run_cli(args.model or DEFAULT_MODEL, args.size, args.images, as_json=bool(args.json))
+        if args.json and args.json != "-":
+            from .fsutil import write_bytes_atomic
+
+            write_bytes_atomic(args.json, (text.rstrip("\n") + "\n").encode())
+        else:
+            print(text)
         return 0
     if not args.files:
         raise EdgedepthError("inspect needs model file(s), or --ranges --model M")
@@ -86,7 +92,7 @@ def cmd_inspect(args) -> int:
             a.info["gpu"] = None if args.no_gpu else a.gpu_check()
     infos = [a.info for a in arts]
     if args.json:
-        print(json.dumps(infos[0] if len(infos) == 1 else infos, indent=2))
+        _write_or_print_json(args.json, infos[0] if len(infos) == 1 else infos)
     else:
         print("\n".join(a.format_text() for a in arts))
     return 0
@@ -162,13 +168,13 @@ def cmd_validate(args) -> int:
         "image_set": {"source": args.images or "default", "count": len(items), "sha256": image_set_hash(items)},
         "environment": environment(args.threads), "results": results,
     }
-    if args.json:
-        _write_json(args.json, report)
+    _write_or_print_json(args.json, report)
     if args.plot:
         from .verify.reports import parity_plot
 
         parity_plot(report, args.plot)
-    print(validate_markdown(report))
+    if args.json != "-":
+        print(validate_markdown(report))
     failed = [r for r in results if r["status"] != "ok"]
     return 1 if failed and args.strict else 0
 
@@ -212,13 +218,13 @@ def cmd_bench(args) -> int:
               "environment": environment(args.threads), **res}
     if backend.startswith("gpu"):
         report["environment"]["gpu_adapter"] = (arts[0].gpu_check() or {}).get("adapter")
-    if args.json:
-        _write_json(args.json, report)
+    _write_or_print_json(args.json, report)
     if args.plot:
         from .verify.reports import latency_plot
 
         latency_plot(report, args.plot)
-    print(bench_markdown(report))
+    if args.json != "-":
+        print(bench_markdown(report))
     return 0
 
 
@@ -255,16 +261,35 @@ def cmd_verify(args) -> int:
     return 0
 
 
+def _write_or_print_json(dest: str | None, data) -> None:
+    """``--json PATH`` everywhere: write ``data`` to PATH (atomically), or to stdout for ``-``."""
+    if dest == "-":
+        print(json.dumps(data, indent=2))
+    elif dest:
+        _write_json(dest, data)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .checkpoint import DEFAULT_MODEL
+    from .preprocess import DEFAULT_SIZE
+
+    size_default = f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}"
+    # Options shared by several commands, defined once.
+    quiet = argparse.ArgumentParser(add_help=False)
+    quiet.add_argument("--quiet", action="store_true", help="no progress bar")
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
+                         help="write the full report as JSON to PATH ('-' or no PATH: standard output)")
+    threads = argparse.ArgumentParser(add_help=False)
+    threads.add_argument("--threads", type=int, default=2, help="CPU threads (default: %(default)s)")
 
     p = argparse.ArgumentParser(prog="edgedepth", description="Depth Anything V2 Small -> verified on-device artifacts")
     sub = p.add_subparsers(dest="command", required=True)
 
-    e = sub.add_parser("export", help="export a checkpoint to LiteRT .tflite (FP32, dynamic INT8)")
+    e = sub.add_parser("export", parents=[quiet], help="export a checkpoint to LiteRT .tflite or ExecuTorch .pte")
     e.add_argument("--model", default=DEFAULT_MODEL,
                    help="HF_ID[@REV], a local HF folder, 'synthetic' or 'synthetic-tiny' (default: %(default)s)")
-    e.add_argument("--size", default="518x686", help="HEIGHTxWIDTH, multiples of 14 (default: %(default)s)")
+    e.add_argument("--size", default=size_default, help="HEIGHTxWIDTH, multiples of 14 (default: %(default)s)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--precision", default="fp32,int8", help="comma-separated: fp32,int8 (default: %(default)s)")
     e.add_argument("--target", default="litert", choices=["litert", "executorch"],
@@ -275,68 +300,59 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--fp16-safe", action="store_true",
                    help="LiteRT: also rescale activations by exact powers of two so they fit FP16 (for gpu-fp16)")
     e.add_argument("--verbose", action="store_true", help="show the converter's own log")
-    e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_export)
 
-    i = sub.add_parser("inspect", help="ops, I/O, weights, FC variants and GPU delegation of .tflite files")
+    i = sub.add_parser("inspect", parents=[as_json], help="ops, I/O, weights, delegation of model files (.tflite, .pte)")
     i.add_argument("files", nargs="*", metavar="FILE")
-    i.add_argument("--json", action="store_true", help="print JSON")
     i.add_argument("--no-gpu", action="store_true", help="skip the GPU compile check")
     i.add_argument("--ranges", action="store_true",
                    help="activation ranges vs FP16 of a checkpoint (PyTorch forward hooks) instead of files")
     i.add_argument("--model", default=None,
                    help="with --ranges: HF_ID[@REV], a folder, synthetic[-tiny][-fp16-stress] (default: the pinned HF id)")
-    i.add_argument("--size", default="518x686", help="with --ranges: HEIGHTxWIDTH (default: %(default)s)")
+    i.add_argument("--size", default=size_default, help="with --ranges: HEIGHTxWIDTH (default: %(default)s)")
     i.add_argument("--images", type=int, default=4,
                    help="with --ranges: photos of the default image set to probe (default: %(default)s)")
     i.set_defaults(func=cmd_inspect)
 
-    r = sub.add_parser("predict", help="depth maps for photos")
+    r = sub.add_parser("predict", parents=[quiet, threads], help="depth maps for photos")
     r.add_argument("images", nargs="+", metavar="IMAGE")
     r.add_argument("--model", default=DEFAULT_MODEL, help="a .tflite file or a checkpoint (as for export)")
     r.add_argument("--backend", default="cpu", choices=["cpu", "gpu", "gpu-fp16"],
                    help="LiteRT backend; gpu = GPU alone with FP32 compute enforced (default: %(default)s)")
     r.add_argument("--size", default=None, help="HEIGHTxWIDTH for a checkpoint (a .tflite has its own)")
-    r.add_argument("--threads", type=int, default=2, help="CPU threads (default: %(default)s)")
     r.add_argument("-o", "--output", required=True, help="output folder")
     r.add_argument("--raw", action="store_true", help="also write float .npy and 16-bit PNG depth")
-    r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_predict)
 
-    v = sub.add_parser("validate", help="parity of .tflite files vs their PyTorch checkpoint on natural images")
+    v = sub.add_parser("validate", parents=[quiet, as_json, threads],
+                       help="parity of model files vs their PyTorch checkpoint on natural images")
     v.add_argument("artifacts", nargs="+", metavar="ARTIFACT|DIR")
     v.add_argument("--model", default=DEFAULT_MODEL, help="the checkpoint the files came from (default: %(default)s)")
     v.add_argument("--backend", default="cpu", help="comma-separated: cpu,gpu,gpu-fp16 (default: %(default)s)")
     v.add_argument("--images", default=None, help="a folder of your own photos (default: the bundled 110-image set)")
     v.add_argument("--limit", type=int, default=None, help="use N images (spread over all sources)")
-    v.add_argument("--threads", type=int, default=2, help="CPU threads (default: %(default)s)")
-    v.add_argument("--json", default=None, help="write the full report as JSON")
     v.add_argument("--plot", default=None, help="write a PNG histogram of per-image rel-L2")
     v.add_argument("--strict", action="store_true", help="exit 1 when any backend failed to compile")
-    v.add_argument("--quiet", action="store_true", help="no progress bar")
     v.set_defaults(func=cmd_validate)
 
-    b = sub.add_parser("bench", help="latency of .tflite files, interleaved rounds (and PyTorch eager)")
+    b = sub.add_parser("bench", parents=[quiet, as_json, threads],
+                       help="latency of model files, interleaved rounds (and PyTorch eager)")
     b.add_argument("artifacts", nargs="+", metavar="ARTIFACT")
     b.add_argument("--backend", default="cpu", help="cpu, gpu (FP32 enforced) or gpu-fp16 (default: %(default)s)")
     b.add_argument("--rounds", type=int, default=6)
     b.add_argument("--warmup", type=int, default=5, help="warm-up calls per variant per round (default: %(default)s)")
     b.add_argument("--iters", type=int, default=12, help="timed calls per variant per round (default: %(default)s)")
-    b.add_argument("--threads", type=int, default=2, help="CPU threads, also for PyTorch (default: %(default)s)")
     b.add_argument("--torch", default=None, metavar="MODEL", help="also time PyTorch eager on this checkpoint")
-    b.add_argument("--json", default=None, help="write the full report as JSON")
     b.add_argument("--plot", default=None, help="write a PNG bar chart (median, IQR whiskers)")
-    b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.set_defaults(func=cmd_bench)
 
-    rl = sub.add_parser("release", help="build a release folder from a recipe (files, manifest, model card)")
+    rl = sub.add_parser("release", parents=[quiet], help="build a release folder from a recipe (files, manifest, card)")
     rl.add_argument("--recipe", default="recipes/depth-anything-v2-small.py")
     rl.add_argument("--out", required=True, help="release folder to (re)create")
     rl.add_argument("--model", default=None, help="override the recipe's checkpoint (e.g. synthetic)")
     rl.add_argument("--sizes", default=None, help="override the recipe's sizes, comma-separated HxW")
     rl.add_argument("--parity-images", type=int, default=None, help="override the recipe's parity image count (0: none)")
     rl.add_argument("--no-gpu-check", action="store_true", help="skip the GPU delegation check")
-    rl.add_argument("--quiet", action="store_true")
     rl.set_defaults(func=cmd_release)
 
     vf = sub.add_parser("verify", help="re-hash a release folder against its manifest.json")
@@ -362,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except EdgedepthError as e:
-        print(f"edgedepth: error: {e}", file=sys.stderr)
+        print(f"edgedepth: error: {e.for_cli()}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("edgedepth: interrupted", file=sys.stderr)

@@ -101,10 +101,10 @@ def default_image_set(root: str | None = None) -> list[ImageItem]:
 
 def folder_image_set(folder: str) -> list[ImageItem]:
     if not os.path.isdir(folder):
-        raise EdgedepthError(f"--images {folder!r} is not a folder")
+        raise EdgedepthError(f"images {folder!r} is not a folder", option="images")
     files = sorted(f for f in os.listdir(folder) if f.lower().endswith(IMAGE_EXTENSIONS))
     if not files:
-        raise EdgedepthError(f"--images {folder!r} holds no images ({', '.join(IMAGE_EXTENSIONS)})")
+        raise EdgedepthError(f"images {folder!r} holds no images ({', '.join(IMAGE_EXTENSIONS)})", option="images")
     return [ImageItem(f, os.path.join(folder, f)) for f in files]
 
 
@@ -112,7 +112,7 @@ def image_set(folder: str | None = None, limit: int | None = None) -> list[Image
     items = folder_image_set(folder) if folder else default_image_set()
     if limit is not None:
         if limit < 1:
-            raise EdgedepthError("--limit must be at least 1")
+            raise EdgedepthError("limit must be at least 1", option="limit")
         # spread a limited selection over all sources rather than taking the first photo's views
         step = max(1, len(items) // limit)
         items = (items[::step] + [i for i in items if i not in items[::step]])[:limit]

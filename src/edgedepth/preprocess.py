@@ -26,9 +26,11 @@ def parse_size(text: str) -> tuple[int, int]:
     try:
         h, w = (int(p) for p in parts)
     except ValueError:
-        raise EdgedepthError(f"--size {text!r}: expected HEIGHTxWIDTH, multiples of {PATCH}, e.g. 518x686") from None
+        raise EdgedepthError(f"size {text!r}: expected HEIGHTxWIDTH, multiples of {PATCH}, e.g. 518x686",
+                             option="size") from None
     if h <= 0 or w <= 0 or h % PATCH or w % PATCH:
-        raise EdgedepthError(f"--size {text!r}: height and width must be positive multiples of {PATCH} (e.g. 518x686)")
+        raise EdgedepthError(f"size {text!r}: height and width must be positive multiples of {PATCH} (e.g. 518x686)",
+                             option="size")
     return h, w
 
 

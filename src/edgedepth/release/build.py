@@ -273,8 +273,8 @@ def _write_text(path: str, text: str) -> None:
 
 
 def _license_text() -> str:
-    here = os.path.dirname(__file__)
-    return open(os.path.join(here, "data", "LICENSE-Apache-2.0.txt"), encoding="utf-8").read()
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return open(os.path.join(package, "data", "LICENSE-Apache-2.0.txt"), encoding="utf-8").read()
 
 
 def _notice_text(manifest: dict) -> str:
