@@ -43,20 +43,27 @@ def _versions() -> dict:
     return out
 
 
-def _parity_rows(paths: list[str]) -> dict[str, list[dict]]:
-    """sha256 -> CPU parity rows from committed ``edgedepth validate --json`` reports."""
+def _committed_rows(paths, rows_of) -> dict[str, list[dict]]:
+    """sha256 -> rows from committed report JSON files; ``rows_of(report, path)`` yields (sha256, row) pairs."""
     rows: dict[str, list[dict]] = {}
     for p in paths:
-        if not os.path.isfile(p):
-            continue
-        rep = json.load(open(p))
+        if os.path.isfile(p):
+            for sha, row in rows_of(json.load(open(p)), p):
+                rows.setdefault(sha, []).append(row)
+    return rows
+
+
+def _parity_rows(paths: list[str]) -> dict[str, list[dict]]:
+    """sha256 -> CPU parity rows from committed ``edgedepth validate --json`` reports."""
+    def rows_of(rep, p):
         for r in rep.get("results", []):
             if r.get("sha256") and r.get("metrics") and r.get("backend") == "cpu":
-                rows.setdefault(r["sha256"], []).append({
+                yield r["sha256"], {
                     **_round_metrics(r["metrics"]), "backend": "cpu", "threads": rep["environment"].get("threads"),
                     "cpu": rep["environment"].get("cpu"), "reference": rep.get("reference", {}).get("name"),
-                    "image_set_sha256": rep.get("image_set", {}).get("sha256"), "source": os.path.basename(p)})
-    return rows
+                    "image_set_sha256": rep.get("image_set", {}).get("sha256"), "source": os.path.basename(p)}
+
+    return _committed_rows(paths, rows_of)
 
 
 def fp32_noise(module, x) -> float:
@@ -79,22 +86,19 @@ def parity_gate(precision: str, rel_l2: float, noise: float) -> tuple[float, boo
 
 
 def _latency_rows(paths: list[str]) -> dict[str, list[dict]]:
-    """sha256 -> latency rows from committed benchmark JSON files (edgedepth.bench reports)."""
-    rows: dict[str, list[dict]] = {}
-    for p in paths:
-        if not os.path.isfile(p):
-            continue
-        rep = json.load(open(p))
-        for name, v in rep.get("variants", {}).items():
+    """sha256 -> latency rows from committed ``edgedepth bench --json`` reports."""
+    def rows_of(rep, p):
+        for v in rep.get("variants", {}).values():
             if v.get("sha256"):
-                rows.setdefault(v["sha256"], []).append({
+                yield v["sha256"], {
                     "backend": rep.get("backend"), "median_ms": round(v["median_ms"], 2),
                     "p25_ms": round(v["p25_ms"], 2), "p75_ms": round(v["p75_ms"], 2),
                     "threads": rep["environment"].get("threads"), "cpu": rep["environment"].get("cpu"),
                     "gpu_adapter": rep["environment"].get("gpu_adapter"),
                     "method": {k: rep["method"][k] for k in ("rounds", "warmup", "iters")},
-                    "source": os.path.basename(p)})
-    return rows
+                    "source": os.path.basename(p)}
+
+    return _committed_rows(paths, rows_of)
 
 
 def _round_metrics(m: dict) -> dict:
