@@ -22,6 +22,9 @@ RECIPE = {
     "litert": {"precisions": ["fp32", "int8"]},
     # ExecuTorch: the 224x224 preset mirrors the published WebGPU .pte; XNNPACK runs here, WebGPU is lowering only
     "executorch": {"sizes": ["224x224"], "backends": ["xnnpack", "webgpu"], "precisions": ["fp32"]},
+    # ONNX at the first size, in the onnx-community / transformers.js layout: onnx/model.onnx, onnx/model_fp16.onnx,
+    # onnx/model_quantized.onnx (FP16 = weights and compute in float16 with the fp16_safe rewrite; INT8 = quantize_dynamic)
+    "onnx": {"precisions": ["fp32", "fp16", "int8"]},
     "parity": {"images": 8, "backend": "cpu"},  # build gate, default bundled image set (values -> build-report.json)
     # committed benchmark data; parity/latency rows are embedded only for files whose sha256 matches a measured file
     "parity_data": [os.path.join(_RESULTS, "release_cpu_parity.json")],

@@ -81,6 +81,15 @@ def test_release_contents(two_builds):
         assert f["recommended_runtime_options"]["gpu"]["enforce_f32"] is True
         assert "parity_cpu" not in f and f["parity"] == [] and f["latency"] == []   # no committed record matches
         assert f["gpu_fully_delegated"] is True
+    onnx = {f["path"]: f for f in m["files"] if f.get("format") == "onnx"}
+    # the onnx-community / transformers.js layout, at the first size, with the names transformers.js feeds
+    assert {p: f["precision"] for p, f in onnx.items()} == {
+        "onnx/model.onnx": "fp32", "onnx/model_fp16.onnx": "fp16", "onnx/model_quantized.onnx": "int8"}
+    for f in onnx.values():
+        assert f["input"]["name"] == "pixel_values" and f["input"]["shape"] == [1, 3, 28, 42]
+        assert f["output"]["name"] == "predicted_depth" and f["output"]["shape"] == [1, 28, 42]
+    assert "fp16_safe" in onnx["onnx/model_fp16.onnx"]["rewrites"]
+    assert "fp16_safe" not in onnx["onnx/model.onnx"]["rewrites"]
     fp32 = next(f for f in tfl if f["precision"] == "fp32")
     assert m["parity_method"]["build_gate"]["images"]["count"] == 2
     prov = m["provenance"]
@@ -94,6 +103,7 @@ def test_release_contents(two_builds):
     # the card comes from the manifest: hashes, the parity gate, no machine-measured number
     assert fp32["sha256"] in card and "build-report.json" in card and prov["checkpoint"]["state_dict_sha256"] in card
     assert "synthetic" in card.lower() and "Apache License" in (folder / "LICENSE").read_text()
+    assert "  - transformers.js" in card and "onnx/model_quantized.onnx" in card and "ONNX" in (folder / "NOTICE").read_text()
 
 
 def _copy(src, tmp_path):
@@ -136,13 +146,17 @@ def test_verify_names_the_problem(two_builds, tmp_path, damage, expected):
         assert name in lines[0]
 
 
-def test_predict_refuses_a_tampered_release_file(two_builds, tmp_path):
+@pytest.mark.parametrize("which", ["tflite", "onnx/model.onnx"])
+def test_predict_refuses_a_tampered_release_file(two_builds, tmp_path, which):
+    """Also for a file one folder down (onnx/model.onnx: its manifest is in the release folder above)."""
     from edgedepth.samples import sample_photo
 
     folder = _copy(two_builds[0], tmp_path)
-    p = folder / _tflite(folder)
+    p = folder / (_tflite(folder) if which == "tflite" else which)
+    r = run_cli("predict", sample_photo(), "--model", p, "-o", tmp_path / "ok", "--quiet")
+    assert r.returncode == 0, r.stderr          # untouched: runs
     data = bytearray(p.read_bytes())
-    data[100] ^= 0xFF
+    data[len(data) // 2] ^= 0xFF
     p.write_bytes(bytes(data))
     r = run_cli("predict", sample_photo(), "--model", p, "-o", tmp_path / "o")
     assert r.returncode == 2 and "does not match its manifest" in r.stderr

@@ -79,7 +79,9 @@ def open(path: str) -> Model:  # noqa: A001  (edgedepth.open, like the builtin, 
 def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = "litert",
            precisions=("fp32", "int8"), rewrites="default", backends=None, progress=None) -> list[str]:
     """Export a checkpoint (a spec such as ``"synthetic"``, ``HF_ID@REV``, a folder, or a loaded Checkpoint) to
-    ``out_dir``; returns the written paths.  ``target``: ``"litert"`` (.tflite) or ``"executorch"`` (.pte)."""
+    ``out_dir``; returns the written paths.  ``target``: ``"litert"`` (.tflite), ``"executorch"`` (.pte) or ``"onnx"``
+    (.onnx; precisions fp32, fp16, int8).  Open a result with :func:`open` and run it on ``backend="cpu"`` (ONNX
+    Runtime for .onnx) or ``"openvino"``."""
     import os
 
     os.makedirs(out_dir, exist_ok=True)

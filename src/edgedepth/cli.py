@@ -34,7 +34,7 @@ def cmd_export(args) -> int:
 
     size = parse_size(args.size)
     fmt = formats.target(args.target)
-    precisions = _list_option("--precision", args.precision, fmt.module.PRECISIONS)
+    precisions = _list_option("--precision", args.precision or ",".join(fmt.module.PRECISIONS), fmt.module.PRECISIONS)
     ensure_writable_dir(args.out)
     if args.plain and args.fp16_safe:
         raise EdgedepthError("--fp16-safe is a rewrite: it cannot be combined with --plain")
@@ -150,16 +150,22 @@ def cmd_validate(args) -> int:
 
     from .checkpoint import DepthModule, load_checkpoint
     from .images import image_set, image_set_hash
-    from .runtimes.litert import BACKENDS
+    from .formats import BACKENDS
     from .verify.bench import environment
     from .verify.reports import validate_markdown
     from .verify.validate import validate
 
     backends = _list_option("--backend", args.backend, BACKENDS)
-    artifacts = _model_files(args.artifacts)
+    from . import formats
+
+    artifacts = [formats.open_artifact(p) for p in _model_files(args.artifacts)]
+    for a in artifacts:
+        if not set(backends) & set(a.format.backends):
+            raise EdgedepthError(f"{a.name}: a {a.format.suffix} file runs on --backend "
+                                 f"{', '.join(a.format.backends)}, not {', '.join(backends)}")
     items = image_set(args.images, args.limit)
     ckpt = load_checkpoint(args.model)
-    total = len(artifacts) * len(backends) * len(items)
+    total = sum(len(set(backends) & set(a.format.backends)) for a in artifacts) * len(items)
     with tqdm(total=total, file=sys.stderr, disable=args.quiet, desc="validate", unit="img") as bar:
         results = validate(artifacts, backends, DepthModule(ckpt.model), items, threads=args.threads,
                            progress=bar.update)
@@ -187,7 +193,7 @@ def cmd_bench(args) -> int:
     from .verify.reports import bench_markdown
 
     arts = [formats.open_artifact(p) for p in _model_files(args.artifacts)]
-    backend = _list_option("--backend", args.backend, ("cpu", "gpu", "gpu-fp16"))
+    backend = _list_option("--backend", args.backend, formats.BACKENDS)
     if len(backend) != 1:
         raise EdgedepthError("bench takes one --backend per run (variants are compared inside one backend)")
     backend = backend[0]
@@ -271,6 +277,7 @@ def _write_or_print_json(dest: str | None, data) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from .checkpoint import DEFAULT_MODEL
+    from .formats import BACKENDS
     from .preprocess import DEFAULT_SIZE
 
     size_default = f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}"
@@ -286,14 +293,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="edgedepth", description="Depth Anything V2 Small -> verified on-device artifacts")
     sub = p.add_subparsers(dest="command", required=True)
 
-    e = sub.add_parser("export", parents=[quiet], help="export a checkpoint to LiteRT .tflite or ExecuTorch .pte")
+    e = sub.add_parser("export", parents=[quiet], help="export a checkpoint to LiteRT .tflite, ExecuTorch .pte or ONNX")
     e.add_argument("--model", default=DEFAULT_MODEL,
                    help="HF_ID[@REV], a local HF folder, 'synthetic' or 'synthetic-tiny' (default: %(default)s)")
     e.add_argument("--size", default=size_default, help="HEIGHTxWIDTH, multiples of 14 (default: %(default)s)")
     e.add_argument("--out", required=True, help="output folder")
-    e.add_argument("--precision", default="fp32,int8", help="comma-separated: fp32,int8 (default: %(default)s)")
-    e.add_argument("--target", default="litert", choices=["litert", "executorch"],
-                   help="litert: .tflite; executorch: .pte (default: %(default)s)")
+    e.add_argument("--precision", default=None,
+                   help="comma-separated: fp32,int8 (ONNX also fp16) (default: fp32,int8; ONNX fp32,fp16,int8)")
+    e.add_argument("--target", default="litert", choices=["litert", "executorch", "onnx"],
+                   help="litert: .tflite; executorch: .pte; onnx: .onnx (default: %(default)s)")
     e.add_argument("--et-backend", default="xnnpack",
                    help="ExecuTorch backends, comma-separated: xnnpack,webgpu,vulkan; INT8 is xnnpack only (default: %(default)s)")
     e.add_argument("--plain", action="store_true", help="no graph rewrites: the baseline conversion (files *_plain)")
@@ -302,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--verbose", action="store_true", help="show the converter's own log")
     e.set_defaults(func=cmd_export)
 
-    i = sub.add_parser("inspect", parents=[as_json], help="ops, I/O, weights, delegation of model files (.tflite, .pte)")
+    i = sub.add_parser("inspect", parents=[as_json], help="ops, I/O, weights, delegation of model files (.tflite, .pte, .onnx)")
     i.add_argument("files", nargs="*", metavar="FILE")
     i.add_argument("--no-gpu", action="store_true", help="skip the GPU compile check")
     i.add_argument("--ranges", action="store_true",
@@ -317,8 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("predict", parents=[quiet, threads], help="depth maps for photos")
     r.add_argument("images", nargs="+", metavar="IMAGE")
     r.add_argument("--model", default=DEFAULT_MODEL, help="a .tflite file or a checkpoint (as for export)")
-    r.add_argument("--backend", default="cpu", choices=["cpu", "gpu", "gpu-fp16"],
-                   help="LiteRT backend; gpu = GPU alone with FP32 compute enforced (default: %(default)s)")
+    r.add_argument("--backend", default="cpu", choices=list(BACKENDS),
+                   help="cpu (LiteRT, ExecuTorch, ONNX Runtime), gpu = LiteRT GPU alone with FP32 compute enforced, "
+                        "gpu-fp16, openvino (.onnx) (default: %(default)s)")
     r.add_argument("--size", default=None, help="HEIGHTxWIDTH for a checkpoint (a .tflite has its own)")
     r.add_argument("-o", "--output", required=True, help="output folder")
     r.add_argument("--raw", action="store_true", help="also write float .npy and 16-bit PNG depth")
@@ -328,7 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="parity of model files vs their PyTorch checkpoint on natural images")
     v.add_argument("artifacts", nargs="+", metavar="ARTIFACT|DIR")
     v.add_argument("--model", default=DEFAULT_MODEL, help="the checkpoint the files came from (default: %(default)s)")
-    v.add_argument("--backend", default="cpu", help="comma-separated: cpu,gpu,gpu-fp16 (default: %(default)s)")
+    v.add_argument("--backend", default="cpu",
+                   help=f"comma-separated: {','.join(BACKENDS)}; each file runs on those its format has "
+                        "(default: %(default)s)")
     v.add_argument("--images", default=None, help="a folder of your own photos (default: the bundled 110-image set)")
     v.add_argument("--limit", type=int, default=None, help="use N images (spread over all sources)")
     v.add_argument("--plot", default=None, help="write a PNG histogram of per-image rel-L2")
@@ -338,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", parents=[quiet, as_json, threads],
                        help="latency of model files, interleaved rounds (and PyTorch eager)")
     b.add_argument("artifacts", nargs="+", metavar="ARTIFACT")
-    b.add_argument("--backend", default="cpu", help="cpu, gpu (FP32 enforced) or gpu-fp16 (default: %(default)s)")
+    b.add_argument("--backend", default="cpu",
+                   help="cpu, gpu (LiteRT, FP32 enforced), gpu-fp16 or openvino (.onnx) (default: %(default)s)")
     b.add_argument("--rounds", type=int, default=6)
     b.add_argument("--warmup", type=int, default=5, help="warm-up calls per variant per round (default: %(default)s)")
     b.add_argument("--iters", type=int, default=12, help="timed calls per variant per round (default: %(default)s)")

@@ -1,6 +1,6 @@
 """Artifact formats: the one place that knows file formats.
 
-Each format is one module (``tflite``, ``pte``) offering ``check(path)``, ``describe(path) -> dict``,
+Each format is one module (``tflite``, ``pte``, ``onnx``) offering ``check(path)``, ``describe(path) -> dict``,
 ``format_text(info) -> str``, ``open_runner(path, backend, threads)``, ``file_name(...)`` and ``export(...)``; the
 registry below maps a file suffix to it.  Everything else asks the registry (``format_of``, ``open_artifact``) instead
 of switching on file extensions.  Adding a format = adding one module and one ``Format`` line here.
@@ -22,7 +22,7 @@ from ..fsutil import sha256_file
 class Format:
     name: str                   # "tflite", "pte"
     suffix: str                 # ".tflite"
-    runtime: str                # what runs it, also the export target's name: "litert", "executorch"
+    target_name: str            # the export target's name: "litert", "executorch", "onnx"
     backends: tuple[str, ...]   # backends open_runner accepts here
     gpu_check: bool             # has a GPU-delegation check (LiteRT's GPU accelerator)
     module_name: str
@@ -35,9 +35,11 @@ class Format:
 FORMATS: dict[str, Format] = {f.suffix: f for f in (
     Format("tflite", ".tflite", "litert", ("cpu", "gpu", "gpu-fp16"), True, "edgedepth.formats.tflite"),
     Format("pte", ".pte", "executorch", ("cpu",), False, "edgedepth.formats.pte"),
+    Format("onnx", ".onnx", "onnx", ("cpu", "openvino"), False, "edgedepth.formats.onnx"),
 )}
+BACKENDS = tuple(dict.fromkeys(b for f in FORMATS.values() for b in f.backends))  # every --backend value
 SUFFIXES = tuple(FORMATS)
-TARGETS = {f.runtime: f for f in FORMATS.values()}      # export --target NAME
+TARGETS = {f.target_name: f for f in FORMATS.values()}      # export --target NAME
 
 
 def target(name: str) -> Format:

@@ -37,7 +37,7 @@ def _versions() -> dict:
 
     out = {}
     for pkg in ("edgedepth", "torch", "transformers", "litert-torch", "litert-converter", "ai-edge-litert",
-                "ai-edge-quantizer", "executorch", "numpy"):
+                "ai-edge-quantizer", "executorch", "onnx", "onnxscript", "onnxruntime", "numpy"):
         with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
     return out
@@ -158,6 +158,9 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
         if recipe.executorch:
             entries += [_with_measurements(e, latency, parity)
                         for e in _executorch_entries(recipe.executorch, ckpt, gate, staging, step)]
+        if recipe.onnx_precisions:
+            entries += [_with_measurements(e, latency, parity)
+                        for e in _onnx_entries(recipe.onnx_precisions, sizes[0], ckpt, gate, staging, step)]
         step("manifest, model card, license")
         manifest = {
             "name": recipe.name,
@@ -206,13 +209,13 @@ class _Gate:
         self.noise: dict[str, float] = {}
         self.report: dict[str, dict] = {}
 
-    def check(self, path: str, precision: str, size: tuple[int, int]) -> None:
+    def check(self, path: str, precision: str, size: tuple[int, int], rel: str | None = None) -> None:
         from ..preprocess import preprocess
         from ..verify.validate import validate
 
         if not self.items:
             return
-        rel = os.path.basename(path)
+        rel = rel or os.path.basename(path)
         key = f"{size[0]}x{size[1]}"
         if key not in self.noise:
             self.noise[key] = fp32_noise(self.reference, preprocess(self.items[0].load(), size))
@@ -266,6 +269,41 @@ def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step) -> list[dict
     return entries
 
 
+ONNX_LAYOUT = {"fp32": "onnx/model.onnx", "fp16": "onnx/model_fp16.onnx", "int8": "onnx/model_quantized.onnx"}
+
+
+def _onnx_entries(precisions, text: str, ckpt, gate: _Gate, staging: str, step) -> list[dict]:
+    """ONNX files at one size in the onnx-community / transformers.js layout (``ONNX_LAYOUT``), parity-gated on ONNX
+    Runtime (CPU)."""
+    from ..formats import onnx as onnxfmt
+    from ..preprocess import parse_size
+
+    h, w = parse_size(text)
+    step(f"ONNX {text}: {', '.join(precisions)}")
+    work = os.path.join(staging, ".onnx-export")
+    files = formats.export(ckpt.model, h, w, work, target_name="onnx", precisions=precisions)
+    entries = []
+    for f in files:
+        rel = ONNX_LAYOUT[f.precision]
+        os.makedirs(os.path.dirname(os.path.join(staging, rel)), exist_ok=True)
+        os.replace(f.path, os.path.join(staging, rel))
+        info = onnxfmt.describe(os.path.join(staging, rel))
+        entry = {"format": "onnx", "runtime": "onnxruntime", "precision": f.precision, "size": text,
+                 **mf.io_contract(h, w, onnxfmt.INPUT_NAME, onnxfmt.OUTPUT_NAME), "opset": info["opset"],
+                 "ops": info["ops"], "op_histogram": info["op_histogram"], "rewrites": f.rewrites,
+                 "quantization": {"int8": "onnxruntime quantize_dynamic (int8 weights, uint8 activations per call)",
+                                  "fp16": "onnxruntime float16 converter (weights and compute; float32 I/O kept)"}
+                 .get(f.precision),
+                 "recommended_runtime_options": {
+                     "onnxruntime": "CPUExecutionProvider, intra_op_num_threads = number of big cores",
+                     "openvino": "CPU, INFERENCE_PRECISION_HINT f32 (else bf16 on AMX CPUs)",
+                     "transformers.js": "dtype fp32 / fp16 / q8; static input: resize to the size above"}}
+        gate.check(os.path.join(staging, rel), f.precision, (h, w), rel)
+        entries.append(mf.file_entry(staging, rel, **entry))
+    shutil.rmtree(work, ignore_errors=True)
+    return entries
+
+
 def _text_entries(folder: str) -> list[dict]:
     return [mf.file_entry(folder, n, format=fmt) for n, fmt in
             (("README.md", "model card"), ("LICENSE", "license"), ("NOTICE", "notice"))]
@@ -295,7 +333,9 @@ def _notice_text(manifest: dict) -> str:
         "Modifications (made by edgedepth, " + p["versions"].get("edgedepth", "?") + "):\n"
         "- converted from PyTorch to LiteRT (.tflite) with litert-torch; INT8 files quantised with ai-edge-quantizer\n"
         "  (dynamic_wi8_afp32: int8 weights, float activations);\n"
-        "- graph rewrites before conversion, each exact up to float rounding unless stated in the model card:\n"
+        + ("- exported to ONNX (onnx/) with torch.onnx; FP16 with onnxruntime's float16 converter, INT8 with\n"
+           "  onnxruntime quantize_dynamic;\n" if any(f.get("format") == "onnx" for f in manifest["files"]) else "")
+        + "- graph rewrites before conversion, each exact up to float rounding unless stated in the model card:\n"
         + "".join(f"  - {name}\n" for name in sizes)
         + "- fixed input sizes (position embedding interpolated once per size, bicubic, as transformers does).\n"
     )

@@ -94,11 +94,13 @@ def verify(folder: str) -> list[str]:
 
 def verify_next_to(path: str) -> dict | None:
     """If ``path`` sits in a release folder (manifest beside it), check that file against it; returns its entry."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isfile(os.path.join(folder, MANIFEST)):
+    here = os.path.dirname(os.path.abspath(path))
+    # beside the file, or one folder up (the onnx-community layout keeps ONNX files in onnx/)
+    folder = next((d for d in (here, os.path.dirname(here)) if os.path.isfile(os.path.join(d, MANIFEST))), None)
+    if folder is None:
         return None
     m = load(folder)
-    rel = os.path.basename(path)
+    rel = os.path.relpath(os.path.abspath(path), folder)
     entry = next((f for f in m["files"] if f["path"] == rel), None)
     if entry is None:
         raise EdgedepthError(f"{rel!r} is not listed in {os.path.join(folder, MANIFEST)!r}")

@@ -26,14 +26,16 @@ def render_model_card(m: dict) -> str:
     prov = m["provenance"]
     ck = prov["checkpoint"]
     synthetic = ck["source"] == "synthetic"
-    models = [f for f in m["files"] if f.get("format") in ("tflite", "pte")]
+    models = [f for f in m["files"] if f.get("format") in ("tflite", "pte", "onnx")]
+    onnx_files = [f for f in models if f["format"] == "onnx"]
     tflites = [f for f in models if f["format"] == "tflite"]
     first_size = prov["recipe"]["sizes"][0]
     example = next((f for f in tflites if f["precision"] == "fp32" and f["size"] == first_size),
                    next((f for f in tflites if f["precision"] == "fp32"), tflites[0] if tflites else None))
     L = ["---", "license: apache-2.0", f"base_model: {prov['base_model']}", "library_name: litert",
          "pipeline_tag: depth-estimation", "tags:", "  - depth-estimation", "  - depth-anything-v2", "  - litert",
-         "  - tflite", "  - webgpu", "  - on-device", "---", "", f"# {m['name']}", ""]
+         "  - tflite", "  - webgpu", "  - on-device"] + (["  - onnx", "  - transformers.js"] if onnx_files else []) \
+        + ["---", "", f"# {m['name']}", ""]
     if synthetic:
         L += ["> **These files were built from synthetic (seeded random) weights, not the trained checkpoint.** They have the",
               "> exact architecture, graph, op counts and delegation of the real model, and their parity numbers are real,",
@@ -62,7 +64,9 @@ def render_model_card(m: dict) -> str:
     L += ["## Files", "", "| file | size | precision | input H×W | ops | fully on GPU / delegation | SHA-256 |",
           "|---|---|---|---|---|---|---|"]
     for f in models:
-        if f["format"] == "pte":
+        if f["format"] == "onnx":
+            gpu = "runtime's choice (ONNX Runtime / OpenVINO / transformers.js)"
+        elif f["format"] == "pte":
             d = f["delegation"]
             gpu = (f"{f['backend']}: all {d['delegated_nodes']} nodes delegated" if d["fully_delegated"] else
                    f"{f['backend']}: {d['delegated_nodes']} delegated, {d['non_delegated_nodes']} on portable kernels")
@@ -91,6 +95,16 @@ def render_model_card(m: dict) -> str:
               "Browser ([`@litertjs/core`](https://www.npmjs.com/package/@litertjs/core)): `loadLiteRt(wasmDir)`, then "
               "`loadAndCompile(bytes, {accelerator: 'webgpu'})` (or `'wasm'`) and `model.run(tensor)`; verify each file's "
               "SHA-256 against `manifest.json` before use. `edgedepth serve .` runs a playground that does exactly this.", ""]
+        if onnx_files:
+            o = onnx_files[0]
+            oh, ow = o["input"]["shape"][2:]
+            L += [f"ONNX (`onnx/`, the onnx-community / transformers.js layout: `model.onnx` FP32, `model_fp16.onnx`, "
+                  f"`model_quantized.onnx` = q8): input `{o['input']['name']}` float32 `[1, 3, {oh}, {ow}]`, output "
+                  f"`{o['output']['name']}` `[1, {oh}, {ow}]`, same normalisation. ONNX Runtime: "
+                  "`onnxruntime.InferenceSession(\"onnx/model.onnx\").run(None, {\"pixel_values\": x})[0]`; OpenVINO: "
+                  "`openvino.Core().compile_model(\"onnx/model.onnx\", \"CPU\", {\"INFERENCE_PRECISION_HINT\": \"f32\"})`. "
+                  f"The input size is static: resize photos to {oh}×{ow} (transformers.js users: set the processor's "
+                  "size to it and `keep_aspect_ratio` off).", ""]
         if any(f["format"] == "pte" for f in models):
             L += ["ExecuTorch: load the `.pte` with `executorch.runtime` (XNNPACK files) or the ExecuTorch WebGPU runtime "
                   "(WebGPU/Vulkan-delegated files, which the Python runtime cannot run).", ""]

@@ -31,7 +31,8 @@ class Recipe:
     rewrites: str                               # "default": edgedepth.rewrites.PIPELINE defaults
     litert_precisions: tuple[str, ...]
     executorch: ExecuTorchPart | None
-    parity_images: int                          # images of the build's parity gate (0: no gate)
+    parity_images: int
+    onnx_precisions: tuple[str, ...] = ()       # ONNX files at the first size, onnx-community layout (onnx/model*.onnx)                          # images of the build's parity gate (0: no gate)
     parity_data: tuple[str, ...] = ()           # committed `edgedepth validate --json` reports (matched by sha256)
     latency_data: tuple[str, ...] = ()          # committed `edgedepth bench --json` reports (matched by sha256)
     path: str = ""
@@ -65,6 +66,7 @@ def _field(d: dict, key: str, kind, where: str):
 
 def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
     """Validate a RECIPE dict (see recipes/depth-anything-v2-small.py) into a :class:`Recipe`."""
+    from ..formats import onnx as onnxfmt
     from ..formats import pte, tflite
 
     where = os.path.basename(path) or "RECIPE"
@@ -82,6 +84,12 @@ def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
         if [b for b in et.backends if b not in pte.BACKENDS] or [p for p in et.precisions if p not in pte.PRECISIONS]:
             raise EdgedepthError(f"recipe {where}: executorch backends {et.backends} / precisions {et.precisions} "
                                  f"(choose from {pte.BACKENDS} / {pte.PRECISIONS})")
+    onnx_precisions = ()
+    if d.get("onnx"):
+        onnx_precisions = tuple(_field(d["onnx"], "precisions", list, where))
+        if not onnx_precisions or [p for p in onnx_precisions if p not in onnxfmt.PRECISIONS]:
+            raise EdgedepthError(f"recipe {where}: onnx precisions {list(onnx_precisions)} "
+                                 f"(choose from {onnxfmt.PRECISIONS})")
     rewrites = d.get("rewrites", "default")
     if rewrites != "default":
         raise EdgedepthError(f"recipe {where}: rewrites {rewrites!r}: only 'default' is supported")
@@ -90,7 +98,7 @@ def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
         model=_field(d, "model", str, where), sizes=tuple(_field(d, "sizes", list, where)), rewrites=rewrites,
         litert_precisions=precisions, executorch=et,
         parity_images=int(_field(_field(d, "parity", dict, where), "images", int, where)),
-        parity_data=tuple(d.get("parity_data", [])), latency_data=tuple(d.get("latency_data", [])),
+        onnx_precisions=onnx_precisions, parity_data=tuple(d.get("parity_data", [])), latency_data=tuple(d.get("latency_data", [])),
         path=path, sha256=sha256)
     _check_sizes("sizes", r.sizes)
     return r

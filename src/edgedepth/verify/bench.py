@@ -108,7 +108,8 @@ def environment(threads: int | None = None) -> dict:
     except OSError:
         pass
     versions = {}
-    for pkg in ("torch", "transformers", "litert-torch", "ai-edge-litert", "ai-edge-quantizer", "executorch", "numpy"):
+    for pkg in ("torch", "transformers", "litert-torch", "ai-edge-litert", "ai-edge-quantizer", "executorch", "onnx",
+                "onnxruntime", "openvino", "numpy"):
         try:
             versions[pkg] = version(pkg)
         except PackageNotFoundError:

@@ -44,7 +44,8 @@ class _References:
 
 
 def validate(artifacts: list[str], backends: list[str], module, items, *, threads: int = 2, progress=None) -> list[dict]:
-    """Returns one result dict per (artifact, backend); ``artifacts`` are paths or :class:`formats.Artifact` values."""
+    """Returns one result dict per (artifact, backend it runs on); ``artifacts`` are paths or :class:`formats.Artifact`
+    values.  A backend the artifact's format has not (``openvino`` for a .tflite) gives no row."""
     refs = _References(module)
     inputs: dict = {}
     results = []
@@ -53,7 +54,8 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
         path, size = art.path, art.size
         cpu_digests: dict = {}
         cpu_outputs: dict = {}
-        order = sorted(backends, key=lambda b: b != "cpu")  # CPU first: the fallback/precision flags compare with it
+        # Only the backends this format runs on; CPU first: the fallback/precision flags compare with it.
+        order = sorted((b for b in backends if b in art.format.backends), key=lambda b: b != "cpu")
         for backend in order:
             row = {"artifact": art.name, "sha256": art.sha256, "backend": backend,
                    "size": list(size), "status": "ok", "error": None, "flags": [], "metrics": None}
@@ -101,7 +103,7 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
             row["per_image_rel_l2"] = {it.id: float(v) for it, v in zip(items, acc.per_image)}
             if backend != "cpu" and cpu_digests:
                 row["vs_cpu_rel_l2"] = vs_cpu.summary()["pooled_rel_l2"]
-                if identical_to_cpu == len(items):
+                if backend.startswith("gpu") and identical_to_cpu == len(items):
                     row["flags"].append("bit-identical to the CPU on every image: probable silent CPU fallback")
                 if backend == "gpu" and row["vs_cpu_rel_l2"] > FP32_SUSPECT_REL_L2:
                     row["flags"].append(f"enforce_f32 GPU differs from CPU by rel-L2 {row['vs_cpu_rel_l2']:.2e}: "

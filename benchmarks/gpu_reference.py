@@ -1,0 +1,223 @@
+"""The device's own limit: the same synthetic model in PyTorch CUDA on the lent H200, next to LiteRT's GPU numbers.
+
+Runs ON the device machine (Python 3.12, torch 2.11+cu130 there).  What travels: the repo (src/ on PYTHONPATH) and, in
+the git-ignored ``.whl/``, the pure-Python transformers 5.24.0 wheel our code was validated with (the device has
+5.17).  One device call, ``carry: [".whl"]``; the command ran 158 s on 2026-12-03 (compile ~25 s per size):
+
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+      && export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 && python3 benchmarks/gpu_reference.py
+
+then copy ``gpu_reference.json`` from the call's files to benchmarks/results/.  Smoke test here (CPU, ~1.5 min,
+mostly the CPU compile):
+
+    PYTHONPATH=src .venv/bin/python benchmarks/gpu_reference.py --device cpu --size 56x70 --model synthetic-tiny \
+      --rounds 2 --warmup 1 --iters 3 --out /tmp/gpu_reference.json
+
+Method: ``synthetic`` checkpoint (SHA-256 of the DepthModule's state dict recorded: d9b546bc... = the checkpoint's
+6ed8f296... under the ``model.`` prefix), DepthModule, input = one photo of the default image set
+preprocessed to each size.  Variants: eager FP32 (TF32 off), eager TF32, eager FP16 autocast, and
+``torch.compile(mode="reduce-overhead", dynamic=False)`` (CUDA graphs) under FP16 autocast (one compile per size).
+Per size: every variant runs W warm-ups then N timed calls per round, R rounds, order rotated per round.  A timed call =
+forward on a device-resident input, bracketed by CUDA events and synchronised (compile, H2D/D2H excluded; the host copy
+of input + output is timed once separately as ``host_io_ms``).  Each variant's output is compared (rel-L2) with a
+float64 CPU run of the same model on the same input.  A variant that fails is recorded as ``{"error": ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+from edgedepth.checkpoint import DepthModule, load_checkpoint, state_dict_digest  # noqa: E402
+from edgedepth.images import default_image_set, image_set_hash  # noqa: E402
+from edgedepth.preprocess import parse_size, preprocess  # noqa: E402
+from edgedepth.verify.bench import environment, summarise  # noqa: E402
+
+VARIANTS = ("eager-fp32", "eager-tf32", "eager-fp16-autocast", "compile-cudagraphs-fp16")
+
+
+def set_tf32(on: bool) -> None:
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+
+
+def make_variant(name: str, module, device: str):
+    """-> (tf32 flag, zero-arg callable on the input bound later).  Compilation happens lazily on first call."""
+    fp16 = "fp16" in name
+    fn = torch.compile(module, mode="reduce-overhead", dynamic=False) if name.startswith("compile") else module
+    graphs = name.startswith("compile") and device == "cuda"
+
+    def call(x):
+        if graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        with torch.inference_mode(), torch.autocast(device, dtype=torch.float16, enabled=fp16):
+            return fn(x)
+    return name == "eager-tf32", call
+
+
+class Timer:
+    """CUDA events on the GPU (per call, synchronised), perf_counter on the CPU."""
+
+    def __init__(self, device):
+        self.cuda = device == "cuda"
+
+    def __call__(self, call, x) -> float:
+        if not self.cuda:
+            t0 = time.perf_counter()
+            call(x)
+            return (time.perf_counter() - t0) * 1e3
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        call(x)
+        b.record()
+        b.synchronize()
+        return a.elapsed_time(b)
+
+
+def rel_l2(y: torch.Tensor, ref: torch.Tensor) -> dict:
+    y = y.detach().double().cpu()
+    d = {"rel_l2_vs_float64": float((y - ref).norm() / ref.norm()), "max_abs_diff": float((y - ref).abs().max()),
+         "finite": bool(torch.isfinite(y).all())}
+    return d
+
+
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def run_size(size, x_np, module, ref_module, device, names, a) -> dict:
+    with torch.no_grad():
+        ref = ref_module(torch.from_numpy(x_np).double()).detach()
+    x = torch.from_numpy(x_np).to(device)
+    out = {"reference": {"what": "float64, CPU, same model and input", "mean": float(ref.mean()),
+                         "std": float(ref.std())}, "variants": {}}
+    timer, live = Timer(device), {}
+    for n in names:          # set-up + first call (compile happens here), checked against float64
+        try:
+            tf32, call = make_variant(n, module, device)
+            set_tf32(tf32)
+            t0 = time.perf_counter()
+            y = call(x).clone()
+            sync(device)
+            setup_s = time.perf_counter() - t0
+            for _ in range(2):   # CUDA graphs record on the 2nd/3rd call: compare what replays, too
+                y = call(x).clone()
+            sync(device)
+            out["variants"][n] = {"first_call_s": setup_s, **rel_l2(y, ref)}
+            live[n] = (tf32, call)
+        except Exception as e:   # noqa: BLE001 - a failing variant is a result
+            out["variants"][n] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]}
+            traceback.print_exc()
+        print(size, n, out["variants"][n], flush=True)
+    times = {n: [] for n in live}
+    rmed = {n: [] for n in live}
+    order = list(live)
+    for r in range(a.rounds):
+        for n in order[r % len(order):] + order[: r % len(order)]:
+            tf32, call = live[n]
+            set_tf32(tf32)
+            try:
+                for _ in range(a.warmup):
+                    call(x)
+                sync(device)
+                t = [timer(call, x) for _ in range(a.iters)]
+            except Exception as e:  # noqa: BLE001
+                out["variants"][n]["error"] = f"round {r}: {type(e).__name__}: {e}"[:500]
+                continue
+            times[n] += t
+            rmed[n].append(float(np.median(t)))
+    for n in live:
+        if times[n]:
+            out["variants"][n].update(summarise(times[n]), round_medians_ms=rmed[n])
+    io, y_dev = [], torch.zeros(ref.shape, device=device)
+    for _ in range(20):      # host side of an app: pageable input H2D + output D2H (1 x H x W float32)
+        t0 = time.perf_counter()
+        torch.from_numpy(x_np).to(device)
+        y_dev.cpu().numpy()
+        io.append((time.perf_counter() - t0) * 1e3)
+    out["host_io_ms"] = float(np.median(io))
+    set_tf32(False)
+    return out
+
+
+def gpu_environment() -> dict:
+    env = environment(threads=torch.get_num_threads())
+    import transformers
+    env["versions"].update(torch=torch.__version__, transformers=transformers.__version__)
+    env["cuda_runtime"] = torch.version.cuda
+    if torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(0)
+        env["cudnn"] = torch.backends.cudnn.version()
+        env["compute_capability"] = ".".join(map(str, torch.cuda.get_device_capability(0)))
+        try:
+            q = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm,power.limit",
+                                "--format=csv,noheader"], capture_output=True, text=True, timeout=30).stdout.strip()
+            env["driver"], env["max_sm_clock"], env["power_limit"] = (s.strip() for s in q.split(","))
+        except Exception as e:  # noqa: BLE001
+            env["driver"] = f"unknown ({e})"
+    return env
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--model", default="synthetic")
+    ap.add_argument("--size", action="append", help="HxW, repeatable (default 518x686, 224x224, 392x518)")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--iters", type=int, default=60)
+    ap.add_argument("--image", type=int, default=20, help="index into the default image set (20 = chelsea/full)")
+    ap.add_argument("--images-root", default=None, help="flat folder of the default set's photos (no scikit-image)")
+    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "out"), "gpu_reference.json"))
+    a = ap.parse_args()
+    sizes = [parse_size(s) for s in (a.size or ["518x686", "224x224", "392x518"])]
+    names = [n for n in a.variants.split(",") if n]
+    if set(names) - set(VARIANTS):
+        ap.error(f"unknown variants {sorted(set(names) - set(VARIANTS))}; choose from {', '.join(VARIANTS)}")
+    torch.manual_seed(0)
+    ckpt = load_checkpoint(a.model, quiet=True)
+    module = DepthModule(ckpt.model).eval()
+    ref_module = copy.deepcopy(module).double()
+    item = default_image_set(a.images_root)[a.image]
+    img = item.load()
+    report = {"kind": "edgedepth.gpu_reference", "environment": gpu_environment(),
+              "model": {"name": a.model, "state_dict_sha256": state_dict_digest(module),
+                        "parameters": sum(p.numel() for p in module.parameters())},
+              "input": {"image": item.id, "item_sha256": image_set_hash([item])},
+              "method": {"rounds": a.rounds, "warmup": a.warmup, "iters": a.iters, "interleaved": True,
+                         "order_rotated_per_round": True, "device": a.device,
+                         "timed": ("forward on a device-resident input, " + ("CUDA events" if a.device == "cuda" else
+                                   "perf_counter") + ", synchronised per call; compile and host copies excluded "
+                                   "(host_io_ms: pageable input H2D + output D2H, timed apart)"),
+                         "reference": "float64 CPU forward of the same model on the same input"},
+              "sizes": {}}
+    module.to(a.device)
+    for size in sizes:
+        key = f"{size[0]}x{size[1]}"
+        t0 = time.perf_counter()
+        report["sizes"][key] = run_size(key, preprocess(img, size), module, ref_module, a.device, names, a)
+        report["sizes"][key]["wall_s"] = time.perf_counter() - t0
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        with open(a.out, "w") as f:      # written after every size: a later failure keeps what was measured
+            json.dump(report, f, indent=1)
+    for key, s in report["sizes"].items():
+        for n, v in s["variants"].items():
+            print(f"{key:>8} {n:<26} " + (f"median {v['median_ms']:8.3f} ms  rel-L2 {v['rel_l2_vs_float64']:.2e}"
+                                           if "median_ms" in v else f"ERROR {v.get('error')}"))
+    print("wrote", a.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,316 @@
+"""ONNX ``.onnx`` format: export (FP32, FP16, dynamic INT8), check, describe, and the runners that read it.
+
+Export: ``torch.onnx.export(dynamo=True)`` at opset 18, static input ``pixel_values`` float32 [1,3,H,W] and output
+``predicted_depth`` float32 [1,H,W] (the names transformers.js and onnx-community's files use).  Then:
+
+- FP16 = ``onnxruntime.transformers.float16.convert_float_to_float16`` (weights *and* compute in float16) with
+  float32 I/O kept (``keep_io_types``), so every file of a release takes the same input;
+- INT8 = ``onnxruntime.quantization.quantize_dynamic`` (int8 weights, activations quantised per call), the path
+  behind onnx-community's ``model_quantized.onnx``; made from the FP32 graph.
+
+Reproducible bytes: the exporter records source locations (absolute paths, line numbers) and FX node text in
+``metadata_props`` and ``doc_string`` of nodes and values; :func:`_strip_provenance` removes them, so a clean clone
+elsewhere writes the same file.  Files are single-file protobufs (< 2 GB, no external data), written atomically.
+
+Runners: ``cpu`` = ONNX Runtime's CPU execution provider, ``openvino`` = OpenVINO's CPU plugin reading the same file.
+A runtime that is not installed is a one-line error, not a traceback.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import numpy as np
+
+from ..errors import EdgedepthError
+from ..fsutil import atomic_path, write_bytes_atomic
+from ..progress import quiet_output as _quiet
+
+OPSET = 18
+INPUT_NAME = "pixel_values"
+OUTPUT_NAME = "predicted_depth"
+PRECISIONS = ("fp32", "fp16", "int8")
+BACKENDS = ("cpu", "openvino")
+# Rewrites that measurably help ONNX Runtime (benchmarks/onnx_rewrites.py -> results/onnx_rewrites.json); the others
+# (LayerNorm reformulations for LiteRT) break ORT's own LayerNormalization fusion or change nothing.
+DEFAULT_REWRITES = ("drop_attention_mask", "freeze_position_embedding", "static_attention", "fold_attention_scale",
+                    "fold_layerscale", "fuse_qkv")
+_ONNX_DTYPES = {1: "float32", 10: "float16", 11: "float64", 7: "int64", 6: "int32", 3: "int8", 2: "uint8", 9: "bool"}
+
+
+def _need(module: str, what: str):
+    """Import an optional runtime; a missing one is a one-line error naming the pip package."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise EdgedepthError(f"{what} is not installed (pip install {what}; pinned in requirements.txt)") from None
+
+
+def _load(path: str):
+    """The ModelProto of ``path`` after the file checks; one-line errors for missing/empty/corrupt/invalid files."""
+    onnx = _need("onnx", "onnx")
+    if not os.path.exists(path):
+        raise EdgedepthError(f"model file {path!r} does not exist")
+    if os.path.isdir(path):
+        raise EdgedepthError(f"model file {path!r} is a folder")
+    size = os.path.getsize(path)
+    if size == 0:
+        raise EdgedepthError(f"model file {path!r} is empty (0 bytes)")
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except Exception as e:  # protobuf DecodeError on truncated/corrupt bytes
+        raise EdgedepthError(f"model file {path!r} is corrupt or truncated (not an ONNX protobuf: "
+                             f"{type(e).__name__})") from None
+    if not model.graph.node or not model.opset_import:
+        raise EdgedepthError(f"model file {path!r} is corrupt or truncated (no graph or no opset: not an ONNX model)")
+    try:
+        onnx.checker.check_model(model)
+    except Exception as e:
+        raise EdgedepthError(f"model file {path!r} is not a valid ONNX model "
+                             f"({' '.join(str(e).split())[:200]})") from None
+    return model
+
+
+def check(path: str):
+    """Check ``path`` is a complete, valid ONNX model with one float32 [1,3,H,W] input and one [1,H,W] output."""
+    model = _load(path)
+    _check_signature(model, path)
+    return model
+
+
+def _value_info(v) -> dict:
+    t = v.type.tensor_type
+    shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.shape.dim]
+    return {"name": v.name, "shape": shape, "dtype": _ONNX_DTYPES.get(t.elem_type, str(t.elem_type))}
+
+
+def _check_signature(model, path: str) -> None:
+    init = {i.name for i in model.graph.initializer}
+    ins = [_value_info(v) for v in model.graph.input if v.name not in init]
+    outs = [_value_info(v) for v in model.graph.output]
+    if len(ins) != 1 or len(outs) != 1:
+        raise EdgedepthError(f"{path!r}: expected 1 input and 1 output, got {len(ins)} and {len(outs)}")
+    s, o = ins[0]["shape"], outs[0]["shape"]
+    static = all(isinstance(d, int) and d > 0 for d in s)
+    if len(s) != 4 or not static or s[0] != 1 or s[1] != 3 or ins[0]["dtype"] != "float32":
+        raise EdgedepthError(f"{path!r}: input {ins[0]['name']!r} is {ins[0]['dtype']}{s}; edgedepth runs static "
+                             "float32 [1,3,H,W] ONNX files (export one with: edgedepth export --target onnx)")
+    if len(o) != 3 or list(o[1:]) != list(s[2:]):
+        raise EdgedepthError(f"{path!r}: output {outs[0]['name']!r} is {o}, expected [1,{s[2]},{s[3]}]")
+
+
+def describe(path: str) -> dict:
+    """Static description: path, bytes, format, opset, producer, inputs/outputs, ops (count), op histogram,
+    weights (bytes per dtype), precision (fp32/fp16/int8 from the weights)."""
+    model = check(path)
+    hist = collections.Counter(n.op_type for n in model.graph.node)
+    weights: collections.Counter = collections.Counter()
+    for t in model.graph.initializer:
+        weights[_ONNX_DTYPES.get(t.data_type, str(t.data_type))] += len(t.raw_data) or 0
+    init = {i.name for i in model.graph.initializer}
+    int8 = any(op in hist for op in ("MatMulInteger", "ConvInteger", "DynamicQuantizeLinear"))
+    precision = "int8" if int8 else ("fp16" if weights.get("float16", 0) > weights.get("float32", 0) else "fp32")
+    opset = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
+    return {
+        "path": path,
+        "bytes": os.path.getsize(path),
+        "format": f"onnx ir{model.ir_version} opset {opset.get('ai.onnx')}",
+        "opset": opset,
+        "producer": f"{model.producer_name} {model.producer_version}".strip(),
+        "inputs": [_value_info(v) for v in model.graph.input if v.name not in init],
+        "outputs": [_value_info(v) for v in model.graph.output],
+        "ops": sum(hist.values()),
+        "op_histogram": dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "weights": dict(sorted(weights.items())),
+        "precision": precision,
+    }
+
+
+def format_text(info: dict) -> str:
+    io = lambda ts: ", ".join(f"{t['name']} {t['dtype']}{t['shape']}" for t in ts)  # noqa: E731
+    top = ", ".join(f"{k} {v}" for k, v in list(info["op_histogram"].items())[:8])
+    return "\n".join([
+        f"{info['path']}: {info['bytes'] / 1e6:.1f} MB ({info['format']}, {info['precision']}, {info['producer']})",
+        f"  inputs  {io(info['inputs'])}",
+        f"  outputs {io(info['outputs'])}",
+        f"  {info['ops']} ops: {top}{', …' if len(info['op_histogram']) > 8 else ''}",
+        "  runs on: ONNX Runtime (--backend cpu), OpenVINO (--backend openvino)",
+    ])
+
+
+def file_name(height: int, width: int, precision: str, plain: bool = False) -> str:
+    return f"depth_anything_v2_small_{height}x{width}_{precision}{'_plain' if plain else ''}.onnx"
+
+
+def _strip_provenance(model) -> None:
+    """Drop what ties the bytes to this checkout: source paths/lines and FX text in metadata_props and doc_strings."""
+    graphs = [model.graph]
+    while graphs:
+        g = graphs.pop()
+        g.doc_string = ""
+        del g.metadata_props[:]
+        for v in list(g.input) + list(g.output) + list(g.value_info) + list(g.initializer):
+            v.doc_string = ""
+            del v.metadata_props[:]
+        for n in g.node:
+            n.doc_string = ""
+            del n.metadata_props[:]
+            for a in n.attribute:
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+    model.doc_string = ""
+    del model.metadata_props[:]
+    for f in model.functions:
+        f.doc_string = ""
+        del f.metadata_props[:]
+        for n in f.node:
+            n.doc_string = ""
+            del n.metadata_props[:]
+
+
+def to_model_proto(module, height: int, width: int, *, verbose: bool = False):
+    """Trace ``module`` (pixel_values [1,3,H,W] -> depth [1,H,W]) to an ONNX ModelProto (dynamo exporter, opset 18)."""
+    import torch
+
+    _need("onnxscript", "onnxscript")
+    sample = torch.from_numpy(np.random.default_rng(0).standard_normal((1, 3, height, width), dtype=np.float32))
+    with _quiet(not verbose), torch.no_grad():
+        program = torch.onnx.export(module.eval(), (sample,), None, dynamo=True, opset_version=OPSET,
+                                    input_names=[INPUT_NAME], output_names=[OUTPUT_NAME], optimize=True,
+                                    verbose=False)
+    model = program.model_proto
+    _strip_provenance(model)
+    return model
+
+
+def _write(model, path: str) -> None:
+    write_bytes_atomic(path, model.SerializeToString())
+
+
+def to_fp16(model):
+    """Weights and compute in float16, float32 I/O kept (ORT's converter; its I/O casts are appended after the graph,
+    so the nodes are put back in topological order for the ONNX checker)."""
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    out = convert_float_to_float16(model, keep_io_types=True)
+    _topological_sort(out.graph)
+    return out
+
+
+def _topological_sort(graph) -> None:
+    """Stable topological order of ``graph``'s nodes (a node moves only behind the producers of its inputs)."""
+    ready = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
+    pending, ordered = list(graph.node), []
+    while pending:
+        rest = []
+        for n in pending:
+            if all(i in ready for i in n.input):
+                ordered.append(n)
+                ready.update(n.output)
+            else:
+                rest.append(n)
+        if len(rest) == len(pending):
+            raise EdgedepthError("ONNX graph has a cycle or an input nobody produces: "
+                                 f"{rest[0].op_type} {rest[0].name} needs {[i for i in rest[0].input if i not in ready]}")
+        pending = rest
+    nodes = [type(n)() for n in ordered]
+    for dst, src in zip(nodes, ordered):
+        dst.CopyFrom(src)
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
+def quantize_int8(fp32_path: str, path: str, *, verbose: bool = False) -> None:
+    """Dynamic INT8 (ORT ``quantize_dynamic``: int8 weights, uint8 activations quantised per call), atomically."""
+    _need("onnxruntime", "onnxruntime")
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    log = logging.getLogger()
+    level = log.level
+    if not verbose:
+        log.setLevel(logging.ERROR)  # "Please consider to run pre-processing before quantization" on every call
+    try:
+        with _quiet(not verbose), atomic_path(path) as tmp:
+            quantize_dynamic(fp32_path, tmp, weight_type=QuantType.QInt8)
+    finally:
+        log.setLevel(level)
+
+
+def export(module, height: int, width: int, out_dir: str, precisions=("fp32",), *, plain: bool = False,
+           verbose: bool = False, progress=None, names: dict | None = None, fp16_module=None) -> dict[str, str]:
+    """Export ``module`` to ``out_dir``; returns {precision: path}.  INT8 is made from the FP32 graph; FP16 from
+    ``fp16_module``'s graph when given (the fp16_safe-rescaled model), else from the FP32 graph.
+
+    ``names``: {precision: file name (may hold a sub-folder)} to override :func:`file_name` (the release layout).
+    """
+    progress = progress or (lambda stage: None)
+    paths = {p: os.path.join(out_dir, (names or {}).get(p) or file_name(height, width, p, plain)) for p in precisions}
+    for p in paths.values():
+        os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
+    model = None
+    if "fp32" in paths or "int8" in paths or fp16_module is None:
+        progress(f"ONNX export FP32 {height}x{width} (torch.onnx dynamo, opset {OPSET})")
+        model = to_model_proto(module, height, width, verbose=verbose)
+    fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain) + ".src")
+    try:
+        if model is not None and ("fp32" in paths or "int8" in paths):
+            _write(model, fp32)
+        if "fp16" in paths:
+            progress("ONNX FP16 (weights and compute)")
+            src = model if fp16_module is None else to_model_proto(fp16_module, height, width, verbose=verbose)
+            _write(to_fp16(src), paths["fp16"])
+        if "int8" in paths:
+            progress("ONNX INT8 (quantize_dynamic)")
+            quantize_int8(fp32, paths["int8"], verbose=verbose)
+    finally:
+        if "fp32" not in paths and os.path.exists(fp32):
+            os.remove(fp32)
+    return paths
+
+
+def open_runner(path: str, backend: str = "cpu", threads: int = 2):
+    """ONNX Runtime CPU (``cpu``) or OpenVINO CPU (``openvino``) over the same file."""
+    if backend not in BACKENDS:
+        raise EdgedepthError(f"{path!r}: an .onnx file runs on --backend {', '.join(BACKENDS)} here, not {backend}")
+    check(path)
+    if backend == "openvino":
+        from ..runtimes.openvino import OpenVINORunner
+
+        return OpenVINORunner(path, threads=threads)
+    from ..runtimes.onnxruntime import OrtRunner
+
+    return OrtRunner(path, threads=threads)
+
+
+def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32", "fp16", "int8"),
+                 rewrites="default", backends=None, verbose: bool = False, progress=None, names: dict | None = None):
+    """:func:`edgedepth.formats.export` for ONNX: prepare (ONNX's default rewrites) -> FP32 -> INT8; FP16 from the same
+    rewrites plus ``fp16_safe`` (activations rescaled by exact powers of two to fit float16; the plain export has none).
+    """
+    from ..rewrites import prepare
+    from . import Exported
+
+    if backends:
+        raise EdgedepthError("ONNX files take no export backend (ONNX Runtime or OpenVINO run the same file)")
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad or not precisions:
+        raise EdgedepthError(f"precision {', '.join(bad) or '(none)'}: ONNX files are {', '.join(PRECISIONS)}")
+    progress = progress or (lambda stage: None)
+    progress("rewrites" if rewrites else "rewrites: off (plain)")
+    chosen = list(DEFAULT_REWRITES) if rewrites == "default" else list(rewrites or ())
+    module, report = prepare(model, height, width, chosen)
+    applied = [r["name"] for r in report if r["changed"]]
+    fp16_module, fp16_applied = None, applied
+    if "fp16" in precisions and chosen and "fp16_safe" not in chosen:
+        fp16_module, rep16 = prepare(model, height, width, chosen + ["fp16_safe"])
+        fp16_applied = [r["name"] for r in rep16 if r["changed"]]
+    paths = export(module, height, width, out_dir, precisions, plain=not chosen, verbose=verbose, progress=progress,
+                   names=names, fp16_module=fp16_module)
+    return [Exported(path, "onnx", precision, None, fp16_applied if precision == "fp16" else applied, {})
+            for precision, path in paths.items()]

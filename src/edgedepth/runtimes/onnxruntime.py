@@ -1,0 +1,50 @@
+"""ONNX Runtime runner (CPU execution provider) over an ``.onnx`` file.
+
+Session: all graph optimisations on (ORT's default, ``ORT_ENABLE_ALL``), ``intra_op_num_threads = threads``, one
+inter-op thread, sequential execution.  The file is not checked here: open it through ``edgedepth.formats``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import EdgedepthError
+from . import FileRunner
+
+
+def _ort():
+    try:
+        import onnxruntime
+    except ImportError:
+        raise EdgedepthError("onnxruntime is not installed (pip install onnxruntime; pinned in requirements.txt)") \
+            from None
+    return onnxruntime
+
+
+class OrtRunner(FileRunner):
+    """Create an ORT session once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``."""
+
+    def __init__(self, path: str, threads: int = 2):
+        ort = _ort()
+        self.path, self.threads = path, threads
+        self.name = "onnxruntime-cpu"
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = int(threads)
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.log_severity_level = 3
+        try:
+            self._s = ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
+        except Exception as e:  # onnxruntime raises its own Fail/InvalidGraph/NotImplemented classes
+            raise EdgedepthError(f"ONNX Runtime could not load {path!r}: {' '.join(str(e).split())[:300]}") from None
+        (i,), (o,) = self._s.get_inputs(), self._s.get_outputs()
+        self._in, self._out = i.name, o.name
+        self.input_shape = tuple(int(d) for d in i.shape)
+        self.output_shape = tuple(int(d) for d in o.shape)
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        (y,) = self._s.run([self._out], {self._in: self._checked(x)})
+        return np.asarray(y, dtype=np.float32).reshape(self.output_shape)
+
+    def close(self) -> None:
+        self._s = None

@@ -1,0 +1,50 @@
+"""OpenVINO runner (CPU plugin) reading the same ``.onnx`` file as ONNX Runtime.
+
+Compiled with ``INFERENCE_NUM_THREADS = threads``, ``PERFORMANCE_HINT = LATENCY`` and ``INFERENCE_PRECISION_HINT =
+f32``: left to itself, OpenVINO computes in bf16 on CPUs with AMX/AVX512-BF16 (e.g. the H200 host's Xeon) — a silent
+precision change.  ``inference_precision`` reports what the plugin actually chose.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import EdgedepthError
+from . import FileRunner
+
+
+def _ov():
+    try:
+        import openvino
+    except ImportError:
+        raise EdgedepthError("openvino is not installed (pip install openvino; pinned in requirements.txt)") from None
+    return openvino
+
+
+class OpenVINORunner(FileRunner):
+    """Compile once on OpenVINO's CPU plugin, then run: ``run(x[1,3,H,W]) -> depth[1,H,W]``."""
+
+    def __init__(self, path: str, threads: int = 2, precision: str = "f32"):
+        ov = _ov()
+        self.path, self.threads = path, threads
+        self.name = "openvino-cpu"
+        core = ov.Core()
+        cfg = {"INFERENCE_NUM_THREADS": int(threads), "PERFORMANCE_HINT": "LATENCY",
+               "INFERENCE_PRECISION_HINT": precision}
+        try:
+            self._c = core.compile_model(core.read_model(path), "CPU", cfg)
+        except Exception as e:  # RuntimeError with a multi-line C++ message
+            raise EdgedepthError(f"OpenVINO could not compile {path!r}: {' '.join(str(e).split())[:300]}") from None
+        self.inference_precision = str(self._c.get_property("INFERENCE_PRECISION_HINT"))
+        (i,), (o,) = self._c.inputs, self._c.outputs
+        self.input_shape = tuple(int(d) for d in i.get_shape())
+        self.output_shape = tuple(int(d) for d in o.get_shape())
+        self._req = self._c.create_infer_request()
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        self._req.infer([self._checked(x)])
+        return np.array(self._req.get_output_tensor(0).data, dtype=np.float32).reshape(self.output_shape)
+
+    def close(self) -> None:
+        self._req = None
+        self._c = None
