@@ -9,6 +9,7 @@ import json
 import os
 
 from edgedepth.verify.reports import bench_markdown, validate_markdown
+from md_peers import section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary
 
 R = "benchmarks/results"
 OUT = "BENCHMARKS.md"
@@ -414,6 +415,7 @@ def readme_summary() -> list[str]:
     if h and h.get("bench"):
         S.append(f"- H200 ({h['environment'].get('gpu_adapter', '?').split(',')[0]}): " + "; ".join(
             f"{n} {s['median_ms']:.1f} ms" for n, s in h["bench"]["variants"].items()) + ".")
+    S += peer_summary()
     return S
 
 
@@ -439,6 +441,7 @@ def main():
          "Results dated before 2026-12-03 used the earlier synthetic init (`torch.randn`, whose values depend on the "
          "CPU); from 2026-12-03 the synthetic weights are CPU-independent (state-dict SHA-256 `6ed8f296b306…`). Same "
          "architecture, same distributions: op counts and delegation are identical, latency and parity comparable.", ""]
+    section_which_file(L)
     section_ops(L)
     section_ablation(L)
     section_cpu_latency(L)
@@ -461,6 +464,8 @@ def main():
     section_fp16(L)
     section_gpu_reference(L)
     section_executorch(L)
+    section_peers(L)
+    section_onnx_rewrites(L)
     section_playground(L)
     for extra in sorted(f for f in os.listdir(R) if f.startswith("extra_") and f.endswith(".md")):
         L += [open(os.path.join(R, extra)).read(), ""]

@@ -82,7 +82,7 @@ def section_peers(L):
                     continue
                 par = (r.get("parity") or {}).get("pooled_rel_l2_vs_pytorch_fp32")
                 par = f"{par:.2e}" if par is not None else (r.get("transport") or "–")
-                prec = r.get("inference_precision")
+                prec = {"<Type: 'float32'>": "f32"}.get(r.get("inference_precision"), r.get("inference_precision"))
                 L.append(f"| {r['side']} | {r['label']}{f' (inference precision {prec})' if prec else ''} | "
                          f"{p.upper()} | {r['median_ms']:.0f} | {r['iqr_ms']:.0f} | "
                          f"{r['median_ms'] / best[p]:.2f} | {par} |" if best[p] else "")
@@ -125,16 +125,16 @@ def which_file_rows() -> list[str]:
     h = _load("h200.json")
     if gpu and h and h.get("bench"):
         try:
-            ours = min(((v["median_ms"], n) for n, v in h["bench"]["variants"].items() if "fp32" in n.lower()
-                        and "fp16" not in n.lower() and "default" not in n.lower()), default=None)
-            ref = {k: v for k, v in gpu.get("variants", {}).items() if v.get("median_ms")}
+            ours = min(((v["median_ms"], n) for n, v in h["bench"]["variants"].items()
+                        if "_fp32" in n and n.endswith("[gpu]")), default=None)  # [gpu-fp16] is not FP32
+            ref = {k: v for k, v in gpu["sizes"]["518x686"]["variants"].items() if v.get("median_ms")}
             best = min(((v["median_ms"], k) for k, v in ref.items()), default=None)
-            fp32 = ref.get("eager_fp32") or ref.get("eager_fp32_tf32_off")
-            if ours and best:
-                out.append(f"| GPU: NVIDIA H200 (LiteRT WebGPU over Vulkan) | FP32 | `{ours[1]}` | {ours[0]:.1f} ms | "
-                           f"PyTorch CUDA eager FP32 {fp32['median_ms']:.1f} ms | "
-                           f"**{ours[0] / fp32['median_ms']:.2f}** | {ours[0] / best[0]:.1f} (vs {best[1]} "
-                           f"{best[0]:.1f} ms) |" if fp32 else "")
+            fp32 = ref.get("eager-fp32")
+            if ours and best and fp32:
+                out.append(f"| GPU: NVIDIA H200 (LiteRT WebGPU over Vulkan) | FP32 | `{ours[1].split(' ')[0]}` | "
+                           f"{ours[0]:.1f} ms | PyTorch CUDA eager FP32 {fp32['median_ms']:.1f} ms | "
+                           f"**{ours[0] / fp32['median_ms']:.2f}** | {ours[0] / best[0]:.2f} (vs {best[1]} "
+                           f"{best[0]:.2f} ms) |")
         except (KeyError, TypeError):
             pass
     pl = _load("playground_latency.json")
@@ -158,3 +158,28 @@ def section_which_file(L):
           "rate; GPU: the fastest PyTorch CUDA mode on the same H200). Ratios < 1 favour edgedepth.", "",
           "| target | precision | fastest of ours | median | fastest peer | ours ÷ peer | ours ÷ limit |",
           "|---|---|---|---|---|---|---|", *rows, ""]
+
+
+def summary_lines() -> list[str]:
+    """README bullets: per CPU, fastest of ours vs fastest peer (FP32, INT8) and our .onnx vs a plain export."""
+    S = []
+    for rep in _peer_reports():
+        s, rows = rep["summary"], rep["rows"]
+        parts = []
+        for p in ("fp32", "int8"):
+            if p in s:
+                g = s[p]
+                parts.append(f"{p.upper()} {rows[g['fastest_ours']]['label']} {g['ours_ms']:.0f} ms vs "
+                             f"{rows[g['fastest_peer']]['label']} {g['peer_ms']:.0f} ms → **{g['ours_over_peer']:.2f}**"
+                             + ("" if g["goal_met"] else f" (goal ≤ {rep['goal_ours_over_peer']} not met)"))
+        onnx = [f"{p.upper()} {s[f'onnx_{p}_ours_over_plain']:.2f}" for p in ("fp32", "int8")
+                if f"onnx_{p}_ours_over_plain" in s]
+        S.append(f"- Peers, {_where(rep)} (518×686, one interleaved run): fastest of ours ÷ fastest peer: "
+                 + "; ".join(parts) + (f". Our `.onnx` ÷ plain `torch.onnx` export in ONNX Runtime: {', '.join(onnx)}."
+                                       if onnx else "."))
+    rows = [r for r in which_file_rows() if r.startswith("| GPU")]
+    if rows:
+        c = [x.strip() for x in rows[0].strip("|").split("|")]
+        S.append(f"- GPU (H200): LiteRT GPU FP32 {c[3]} vs {c[4]} (÷ {c[5].strip('*')}); ÷ the fastest PyTorch CUDA "
+                 f"mode: {c[6]}.")
+    return S

@@ -6,6 +6,7 @@
 Same recipe + same checkpoint + the pinned versions (constraints.txt) -> byte-identical files.
 """
 
+import glob
 import os
 
 _RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks", "results")
@@ -29,7 +30,8 @@ RECIPE = {
     # committed benchmark data; parity/latency rows are embedded only for files whose sha256 matches a measured file
     "parity_data": [os.path.join(_RESULTS, "release_cpu_parity.json")],
     "latency_data": [os.path.join(_RESULTS, f"release_cpu_latency_{s}.json")
-                     for s in ("518x686", "686x518", "518x518", "392x518", "252x252", "224x224")],
+                     for s in ("518x686", "686x518", "518x518", "392x518", "252x252", "224x224")]
+    + sorted(glob.glob(os.path.join(_RESULTS, "peers_cpu_*.json"))),  # ours vs the fastest peer, per CPU
 }
 
 if __name__ == "__main__":

@@ -43,4 +43,6 @@ def test_open_bad_file_is_one_clear_error(tmp_path):
     with pytest.raises(EdgedepthError, match="not a TFLite model"):
         edgedepth.open(str(bad))
     with pytest.raises(EdgedepthError, match="not a model file of a known format"):
+        edgedepth.open(str(tmp_path / "x.h5"))
+    with pytest.raises(EdgedepthError, match=r"x.onnx' does not exist"):
         edgedepth.open(str(tmp_path / "x.onnx"))

@@ -53,7 +53,9 @@ def state_dicts() -> dict:
 
 def main(kind, folder=None):
     data = json.load(open(PATH)) if os.path.isfile(PATH) else {}
-    names = sorted(os.listdir(folder)) if folder else []
+    # relative paths of every file, subfolders included ("onnx/model.onnx"), as tests/test_release.py lists them
+    names = sorted(os.path.relpath(os.path.join(d, f), folder) for d, _, fs in os.walk(folder) for f in fs) \
+        if folder else []
     if kind == "state":
         data["state_dicts"] = state_dicts()
     elif kind == "tiny":

@@ -86,8 +86,12 @@ def parity_gate(precision: str, rel_l2: float, noise: float) -> tuple[float, boo
 
 
 def _latency_rows(paths: list[str]) -> dict[str, list[dict]]:
-    """sha256 -> latency rows from committed ``edgedepth bench --json`` reports."""
+    """sha256 -> latency rows from committed ``edgedepth bench --json`` reports and ``benchmarks/peers.py`` reports
+    (whose rows also carry the fastest peer path of the same precision, same machine, same run)."""
     def rows_of(rep, p):
+        if rep.get("kind") == "edgedepth.peers":
+            yield from _peer_latency_rows(rep, p)
+            return
         for v in rep.get("variants", {}).values():
             if v.get("sha256"):
                 yield v["sha256"], {
@@ -99,6 +103,18 @@ def _latency_rows(paths: list[str]) -> dict[str, list[dict]]:
                     "source": os.path.basename(p)}
 
     return _committed_rows(paths, rows_of)
+
+
+def _peer_latency_rows(rep: dict, p: str):
+    env, rows = rep["environment"], rep["rows"]
+    for r in rows.values():
+        best = rep["summary"].get(r["precision"], {}).get("fastest_peer")
+        if r["side"] == "ours" and r.get("sha256") and r.get("median_ms") and best:
+            yield r["sha256"], {
+                "backend": r["runner"], "median_ms": round(r["median_ms"], 2), "p25_ms": round(r["p25_ms"], 2),
+                "p75_ms": round(r["p75_ms"], 2), "threads": rep["threads"], "cpu": env.get("cpu"), "gpu_adapter": None,
+                "method": {k: rep["method"][k] for k in ("rounds", "warmup", "iters")}, "source": os.path.basename(p),
+                "fastest_peer": {"label": rows[best]["label"], "median_ms": round(rows[best]["median_ms"], 2)}}
 
 
 def _round_metrics(m: dict) -> dict:

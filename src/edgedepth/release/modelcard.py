@@ -136,13 +136,17 @@ def render_model_card(m: dict) -> str:
     if lat:
         L += ["Measured on the exact files above (matched by SHA-256). Method: interleaved rounds × (warm-up + timed "
               "calls), timed = input write + synchronous invoke + output read; compile and preprocessing excluded.", "",
-              "| file | backend | median ms | IQR ms | threads | device | rounds × (warm-up + timed) |",
-              "|---|---|---|---|---|---|---|"]
+              "*Fastest peer*: the fastest path without edgedepth's files (plain LiteRT / `torch.onnx` exports in "
+              "LiteRT, ONNX Runtime, OpenVINO; PyTorch eager), same precision, same machine, same run.", "",
+              "| file | backend | median ms | IQR ms | threads | device | rounds × (warm-up + timed) | fastest peer |",
+              "|---|---|---|---|---|---|---|---|"]
         for f, r in lat:
             dev = r.get("gpu_adapter") or r.get("cpu")
             mt = r["method"]
+            peer = r.get("fastest_peer")
+            vs = f"{peer['label']} {peer['median_ms']:.0f} ms (÷ {r['median_ms'] / peer['median_ms']:.2f})" if peer else "–"
             L.append(f"| `{f['path']}` | {r['backend']} | {r['median_ms']:.1f} | {r['p25_ms']:.1f}–{r['p75_ms']:.1f} | "
-                     f"{r.get('threads') or '–'} | {dev} | {mt['rounds']} × ({mt['warmup']} + {mt['iters']}) |")
+                     f"{r.get('threads') or '–'} | {dev} | {mt['rounds']} × ({mt['warmup']} + {mt['iters']}) | {vs} |")
     else:
         L += ["No latency measured for these exact files (latency is read from committed benchmark data and shown only "
               "for files whose SHA-256 matches the file that was timed)."]

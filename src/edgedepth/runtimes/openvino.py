@@ -35,7 +35,8 @@ class OpenVINORunner(FileRunner):
             self._c = core.compile_model(core.read_model(path), "CPU", cfg)
         except Exception as e:  # RuntimeError with a multi-line C++ message
             raise EdgedepthError(f"OpenVINO could not compile {path!r}: {' '.join(str(e).split())[:300]}") from None
-        self.inference_precision = str(self._c.get_property("INFERENCE_PRECISION_HINT"))
+        chosen = self._c.get_property("INFERENCE_PRECISION_HINT")  # an ov.Type: "f32", "bf16", "f16"
+        self.inference_precision = chosen.get_type_name() if hasattr(chosen, "get_type_name") else str(chosen)
         (i,), (o,) = self._c.inputs, self._c.outputs
         self.input_shape = tuple(int(d) for d in i.get_shape())
         self.output_shape = tuple(int(d) for d in o.get_shape())
