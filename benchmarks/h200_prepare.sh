@@ -23,9 +23,9 @@ if [ ! -f .whl/ai_edge_litert-2.3.0-cp312-cp312-manylinux_2_27_x86_64.whl ]; the
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     -d .whl ai-edge-litert==2.3.0 backports.strenum==1.2.8
 fi
-if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
+if ! ls .gl/libglvnd0_*.deb >/dev/null 2>&1; then
   mkdir -p .gl /tmp/amd64/partial
   o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
-  apt-get $o update -q >/dev/null && (cd .gl && apt-get $o download libvulkan1)
+  apt-get $o update -q >/dev/null && (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
 fi
 du -ch .dev .whl .gl | tail -1

@@ -9,6 +9,7 @@ import json
 import os
 
 from edgedepth.verify.reports import bench_markdown, validate_markdown
+from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
 from md_peers import section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary
 
 R = "benchmarks/results"
@@ -280,7 +281,9 @@ def section_gpu_reference(L):
           "rel-L2 of PyTorch rows: against a float64 CPU run of the same model on the same input. LiteRT rows (WebGPU "
           "accelerator over Vulkan, H200 section above) time input write + invoke + output read and compare with "
           "LiteRT CPU over the image set; the host copies PyTorch leaves out cost "
-          + ", ".join(f"{k} {s['host_io_ms']:.2f} ms" for k, s in g["sizes"].items()) + " there (pageable H2D + D2H).",
+          + ", ".join(f"{k} {s['host_io_ms']:.2f} ms" for k, s in g["sizes"].items()) + " there (pageable H2D + D2H)."
+          + (" Measured on: " + ", ".join(f"{k} {s['date']}" for k, s in g["sizes"].items()) + "."
+             if all("date" in s for s in g["sizes"].values()) else ""),
           "", "| size | runtime | precision | median ms | IQR ms | rel-L2 | vs | ÷ best PyTorch CUDA |",
           "|---|---|---|---|---|---|---|---|"]
     for size, s in g["sizes"].items():
@@ -413,8 +416,11 @@ def readme_summary() -> list[str]:
                          f"rel-L2 **{r['metrics']['pooled_rel_l2']:.2e}**.")
     h = load("h200.json")
     if h and h.get("bench"):
-        S.append(f"- H200 ({h['environment'].get('gpu_adapter', '?').split(',')[0]}): " + "; ".join(
+        ops = sorted({f["ops"] for f in h.get("files", {}).values()})
+        S.append(f"- H200 ({h['environment'].get('gpu_adapter', '?').split(',')[0]}; {h['environment'].get('date', 'Dec 2026')}, "
+                 f"graph of {'/'.join(map(str, ops))} ops, `benchmarks/h200_run.py`): " + "; ".join(
             f"{n} {s['median_ms']:.1f} ms" for n, s in h["bench"]["variants"].items()) + ".")
+    S += gpu_summary()
     S += peer_summary()
     return S
 
@@ -463,6 +469,8 @@ def main():
     section_h200(L)
     section_fp16(L)
     section_gpu_reference(L)
+    gpu_plot()
+    section_gpu_attribution(L)
     section_executorch(L)
     section_peers(L)
     section_onnx_rewrites(L)

@@ -1,5 +1,7 @@
 import os
 
+import numpy as np
+
 import pytest
 
 from edgedepth import transport
@@ -44,3 +46,19 @@ def test_int8_timing_twin_keeps_the_graph_and_compresses(tmp_path, tiny_plain_ex
     assert a["op_histogram"] == b["op_histogram"] and a["weights"] == b["weights"] and a["macs"] == b["macs"]
     y = LiteRTRunner(str(filled)).run(tiny_input)
     assert y.shape == LiteRTRunner(int8).run(tiny_input).shape and y.std() > 0   # random weights: runs, not constant
+
+
+def test_float_timing_twin_refills_every_stripped_tensor(tmp_path, tiny_plain_export, tiny_input):
+    """fill_float: the stripped graph comes back with seeded weights of the same shapes (deterministic per seed)."""
+    fp32 = tiny_plain_export["fp32"]
+    stripped, a_path, b_path = tmp_path / "s.tflite", tmp_path / "a.tflite", tmp_path / "b.tflite"
+    emptied = transport.strip(fp32, str(stripped), min_bytes=256)
+    assert transport.fill_float(str(stripped), str(a_path), seed=3) == emptied
+    transport.fill_float(str(stripped), str(b_path), seed=3)
+    assert a_path.read_bytes() == b_path.read_bytes()
+    a, b = describe(fp32), describe(str(a_path))
+    assert a["op_histogram"] == b["op_histogram"] and a["weights"] == b["weights"] and a["macs"] == b["macs"]
+    y = LiteRTRunner(str(a_path)).run(tiny_input)
+    assert y.shape == LiteRTRunner(fp32).run(tiny_input).shape and np.isfinite(y).all() and y.std() > 0
+    with pytest.raises(EdgedepthError, match="not made by transport.strip"):
+        transport.fill_float(fp32, str(tmp_path / "c.tflite"))

@@ -67,15 +67,42 @@ def strip(fp32_path: str, out_path: str, min_bytes: int = 4096) -> int:
     return len(names)
 
 
+def _take_stripped(model, path: str) -> set:
+    """Names of the tensors ``strip`` emptied; removes the note from ``model`` (its buffer is left empty: removing it
+    would renumber buffers)."""
+    entry = next((m for m in (model.metadata or []) if m.name in (STRIPPED_KEY, STRIPPED_KEY.encode())), None)
+    if entry is None:
+        raise EdgedepthError(f"{path!r} was not made by transport.strip (no {STRIPPED_KEY} metadata)")
+    wanted = set(json.loads(np.asarray(model.buffers[entry.buffer].data, np.uint8).tobytes()))
+    model.metadata = [m for m in model.metadata if m is not entry]
+    model.buffers[entry.buffer].data = None
+    return wanted
+
+
+def fill_float(stripped_path: str, out_path: str, seed: int = 0, std: float = 0.02) -> int:
+    """Timing twin of a stripped FP32 graph that has no INT8 twin: refill every emptied tensor with seeded normal
+    values (``std``), in tensor order.  Same graph, ops and shapes; values are not the model's (latency only: GPU and
+    CPU float kernels do not depend on them).  Returns how many tensors were filled."""
+    S, model = _load(stripped_path)
+    wanted = _take_stripped(model, stripped_path)
+    rng = np.random.default_rng(seed)
+    filled = 0
+    for t in model.subgraphs[0].tensors:
+        if _name(t) in wanted:
+            n = int(np.prod([int(s) for s in t.shape]))
+            vals = (rng.standard_normal(n, dtype=np.float32) * np.float32(std)).astype(np.float32)
+            model.buffers[t.buffer].data = np.frombuffer(vals.tobytes(), np.uint8)
+            filled += 1
+    if filled != len(wanted):
+        raise EdgedepthError(f"refilled {filled} of {len(wanted)} stripped tensors")
+    _save(model, out_path)
+    return filled
+
+
 def rebuild(stripped_path: str, int8_path: str, out_path: str) -> int:
     """Refill the stripped FP32 graph's empty weight buffers from the INT8 file; returns how many were refilled."""
     S, model = _load(stripped_path)
-    entry = next((m for m in (model.metadata or []) if m.name in (STRIPPED_KEY, STRIPPED_KEY.encode())), None)
-    if entry is None:
-        raise EdgedepthError(f"{stripped_path!r} was not made by transport.strip (no {STRIPPED_KEY} metadata)")
-    wanted = set(json.loads(np.asarray(model.buffers[entry.buffer].data, np.uint8).tobytes()))
-    model.metadata = [m for m in model.metadata if m is not entry]
-    model.buffers[entry.buffer].data = None  # left empty (removing it would renumber buffers)
+    wanted = _take_stripped(model, stripped_path)
     _, q = _load(int8_path)
     qbytes = open(int8_path, "rb").read()
 
@@ -152,4 +179,5 @@ if __name__ == "__main__":
     import sys
 
     cmd, *a = sys.argv[1:]
-    print({"strip": strip, "rebuild": rebuild, "zero_int8": zero_int8, "fill_int8": fill_int8}[cmd](*a))
+    print({"strip": strip, "rebuild": rebuild, "fill_float": fill_float, "zero_int8": zero_int8,
+           "fill_int8": fill_int8}[cmd](*a))

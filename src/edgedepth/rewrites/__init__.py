@@ -18,7 +18,7 @@ from torch import nn
 
 from . import (center_residual_stream, drop_attention_mask, fast_layernorm, fold_attention_scale, fold_layernorm_affine,
                fold_layerscale, fp16_safe, freeze_position_embedding, fuse_qkv, rank_preserving_fc, static_attention,
-               token_reassemble)
+               rank4_attention, token_reassemble, unroll_heads)
 from ._base import RewriteContext
 
 APPLIED_ATTR = "edgedepth_rewrites"    # names of the rewrites applied to a model, set by apply_rewrites
@@ -50,7 +50,9 @@ PIPELINE: list[Rewrite] = [
     _r(fold_layernorm_affine),
     _r(center_residual_stream),
     _r(rank_preserving_fc),
+    _r(rank4_attention),            # GPU: BATCH_MATMUL on [1,h,N,d] (issue 15, benchmarks/gpu_attribution.py)
     _r(fp16_safe, default=False),   # data-driven (probes calibration photos): `export --fp16-safe`; tests/test_fp16.py
+    _r(unroll_heads, default=False),   # measured 1.61x slower on the H200 GPU (benchmarks/gpu_attribution.py)
 ]
 
 REWRITES = {r.name: r for r in PIPELINE}

@@ -81,6 +81,7 @@ class EdgeAttention(nn.Module):
         self.scaling = float(src.scaling)
         self.q_proj, self.k_proj, self.v_proj, self.o_proj = src.q_proj, src.k_proj, src.v_proj, src.o_proj
         self.register_module("qkv", None)       # set by fuse_qkv
+        self.rank4 = False                      # set by rank4_attention
 
     def forward(self, hidden_states: torch.Tensor, attention_mask=None, **kwargs):
         b, n, _ = hidden_states.shape
@@ -97,9 +98,14 @@ class EdgeAttention(nn.Module):
             v = self.v_proj(hidden_states).reshape(n, h, d).transpose(0, 1)
         if self.scaling != 1.0:
             q = q * self.scaling
-        attn = torch.softmax(torch.matmul(q, k.transpose(1, 2)), dim=-1)
-        out = torch.matmul(attn, v).transpose(0, 1).reshape(1, n, h * d)
-        return self.o_proj(out), None
+        if self.rank4:      # the same products on [1, h, N, d]: the GPU delegate's faster BATCH_MATMUL layout
+            q, k, v = (t.reshape(1, h, n, d) for t in (q, k, v))
+            attn = torch.softmax(torch.matmul(q, k.transpose(2, 3)), dim=-1)
+            out = torch.matmul(attn, v).reshape(h, n, d)
+        else:
+            attn = torch.softmax(torch.matmul(q, k.transpose(1, 2)), dim=-1)
+            out = torch.matmul(attn, v)
+        return self.o_proj(out.transpose(0, 1).reshape(1, n, h * d)), None
 
 
 class EdgeLayerNorm(nn.Module):
@@ -175,3 +181,49 @@ class TokenReassemble(nn.Module):
             t = t.reshape(1, ph, pw, c).permute(0, 3, 1, 2)
             out.append(resize(t))
         return out
+
+
+class PerHeadAttention(nn.Module):
+    """Self-attention written head by head: per head, three [1, N, D] -> [1, N, d] projections, ``softmax(q k^T) v`` on
+    rank-3 [1, N, *] tensors, then one CONCATENATION of the heads on the channel axis before ``o_proj``.
+
+    No RESHAPE, TRANSPOSE or SPLIT anywhere in the attention path (the head-major [h, N, d] layout is never formed);
+    every op keeps the token-major [1, N, C] layout the GPU delegate stores as BHWC.  Same dot products as
+    :class:`EdgeAttention` (each projection output column, each score, each weighted sum).
+    """
+
+    def __init__(self, src: EdgeAttention):
+        super().__init__()
+        if src.scaling != 1.0:
+            raise ValueError("PerHeadAttention expects the attention scale folded into q (fold_attention_scale)")
+        h, d = src.num_heads, src.head_dim
+        if src.qkv is not None:
+            w, b = src.qkv.weight, src.qkv.bias
+            parts = [(w[i * h * d:(i + 1) * h * d], None if b is None else b[i * h * d:(i + 1) * h * d])
+                     for i in range(3)]
+        else:
+            parts = [(p.weight, p.bias) for p in (src.q_proj, src.k_proj, src.v_proj)]
+        self.num_heads, self.head_dim = h, d
+        self.q, self.k, self.v = (nn.ModuleList(_head_linears(w, b, h, d)) for w, b in parts)
+        self.o_proj = src.o_proj
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask=None, **kwargs):
+        if hidden_states.shape[0] != 1:
+            raise ValueError("PerHeadAttention is written for batch 1 (the export contract)")
+        heads = []
+        for q, k, v in zip(self.q, self.k, self.v):
+            s = torch.matmul(q(hidden_states), k(hidden_states).transpose(1, 2))      # [1, N, N]
+            heads.append(torch.matmul(torch.softmax(s, dim=-1), v(hidden_states)))    # [1, N, d]
+        return self.o_proj(torch.cat(heads, dim=-1)), None
+
+
+def _head_linears(weight: torch.Tensor, bias, heads: int, head_dim: int) -> list[nn.Module]:
+    """One RankPreservingLinear per head from a [heads*head_dim, D] weight (rows of head i = i*d .. (i+1)*d)."""
+    out = []
+    for i in range(heads):
+        lin = nn.Linear(weight.shape[1], head_dim, bias=True)
+        with torch.no_grad():
+            lin.weight.copy_(weight[i * head_dim:(i + 1) * head_dim])
+            lin.bias.copy_(bias[i * head_dim:(i + 1) * head_dim] if bias is not None else torch.zeros(head_dim))
+        out.append(RankPreservingLinear(lin.requires_grad_(False)))
+    return out

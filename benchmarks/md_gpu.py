@@ -1,0 +1,262 @@
+"""BENCHMARKS.md section "Where the GPU time goes" (issue 15), from results/gpu_attribution.json (used by
+make_benchmarks_md.py), and its bar chart docs/gpu_attribution.png."""
+
+from __future__ import annotations
+
+import json
+import os
+
+R = "benchmarks/results"
+PLOT = "docs/gpu_attribution.png"
+MODES = (("gpu", "FP32 enforced"), ("gpu-fp16", "default precision (FP16)"))
+
+
+def _load(name):
+    p = os.path.join(R, name)
+    return json.load(open(p)) if os.path.isfile(p) else None
+
+
+def _t(a, key, mode):
+    v = a["bench"]["variants"].get(f"{key} [{mode}]")
+    return v["median_ms"] if v else None
+
+
+def per_copy(a, piece, mode):
+    """(ms per copy, how) — the k1/k2 difference where the piece has two chain lengths, else the whole file."""
+    reps = sorted(int(k) for k in a["index"]["pieces"][piece]["reps"])
+    if len(reps) == 1:
+        return _t(a, f"{piece}_x{reps[0]}", mode), "whole file (incl. I/O)"
+    k1, k2 = reps[0], reps[-1]
+    t1, t2 = _t(a, f"{piece}_x{k1}", mode), _t(a, f"{piece}_x{k2}", mode)
+    if t1 is None or t2 is None:
+        return None, "not timed"
+    return (t2 - t1) / (k2 - k1), f"(t×{k2} − t×{k1}) ÷ {k2 - k1}"
+
+
+def macs_per_copy(a, piece):
+    reps = a["index"]["pieces"][piece]["reps"]
+    ks = sorted(int(k) for k in reps)
+    m = [reps[str(k)]["macs"]["total"] for k in ks]
+    return m[0] if len(ks) == 1 else (m[-1] - m[0]) / (ks[-1] - ks[0])
+
+
+def attribution_rows(a):
+    """(label, piece, copies in the model) — how the whole model decomposes."""
+    layers = a["index"]["dims"]["layers"]
+    return [("per-call floor: model-sized input write + output read + sync", "call_model_io", 1),
+            ("stem (patch conv, CLS, position; incl. the floor)", "stem", 1),
+            ("encoder layer", "block", layers),
+            ("· attention half", "attention_half", layers),
+            ("·· attention core on [1,h,N,d] (2 BATCH_MATMUL + SOFTMAX)", "attention_core_rank4", layers),
+            ("··· SOFTMAX alone", "softmax", layers),
+            ("· MLP half", "mlp_half", layers),
+            ("·· fc1 + fc2 (FULLY_CONNECTED pair)", "fc_pair", layers),
+            ("·· GELU", "gelu", layers),
+            ("LayerNorm (2 per layer)", "layernorm", 2 * layers),
+            ("neck + head (DPT; incl. a token-sized floor)", "neck_head", 1),
+            ("per-call floor: token-sized file, one ADD", "call_tokens", 1)]
+
+
+def _fmt(v, f="{:.2f}"):
+    return "–" if v is None else f.format(v)
+
+
+def section_gpu_attribution(L):
+    a = _load("gpu_attribution.json")
+    if not a:
+        return
+    env, idx, m = a["environment"], a["index"], a["bench"]["method"]
+    d = idx["dims"]
+    whole = {mode: _t(a, "model_shipped", mode) for mode, _ in MODES}
+    L += ["## Where the GPU time goes (H200, LiteRT WebGPU)", "",
+          f"LiteRT's Python API has no per-op GPU profiler, so `benchmarks/gpu_attribution.py` cuts the optimised "
+          f"{idx['model']} model ({idx['size'][0]}×{idx['size'][1]}: {d['tokens']} tokens × {d['d_model']}, "
+          f"{d['heads']} heads of {d['head_dim']}, {d['layers']} layers) into pieces, converts each as a chain of k1 and "
+          "k2 copies and times both on the GPU: per copy = (t×k2 − t×k1) ÷ (k2 − k1), which cancels the input write, "
+          "output read and dispatch overhead the two files share. Weights are seeded stand-ins (latency only). "
+          f"Adapter: {env.get('gpu_adapter')}. One interleaved run: {m['rounds']} rounds × ({m['warmup']} warm-up + "
+          f"{m['iters']} timed), order rotated; a call = input write + run + output read.", ""]
+    if os.path.isfile(PLOT):
+        L += [f"![where the GPU time goes]({PLOT})", ""]
+    L += ["| piece | how | GMAC per copy | copies in model | FP32 ms per copy | FP32 ms in model | share of whole | "
+          "TFLOP/s | FP16 ms per copy |", "|---|---|---|---|---|---|---|---|---|"]
+    for label, piece, n in attribution_rows(a):
+        if piece not in idx["pieces"]:
+            continue
+        t32, how = per_copy(a, piece, "gpu")
+        t16, _ = per_copy(a, piece, "gpu-fp16")
+        gmac = macs_per_copy(a, piece) / 1e9
+        share = None if t32 is None or not whole["gpu"] else n * t32 / whole["gpu"]
+        tflops = None if not t32 or t32 <= 0 or not gmac else 2 * gmac / t32
+        L.append(f"| {label} | {how} | {gmac:.2f} | {n} | {_fmt(t32, '{:.3f}')} | {_fmt(None if t32 is None else n * t32)} "
+                 f"| {_fmt(share, '{:.0%}')} | {_fmt(tflops, '{:.1f}')} | {_fmt(t16, '{:.3f}')} |")
+    est = {mode: _estimate(a, mode) for mode, _ in MODES}
+    L += [f"| **whole model, shipped file** | whole file | {idx['models']['shipped']['macs']['total'] / 1e9:.2f} | 1 | "
+          f"{_fmt(whole['gpu'])} | {_fmt(whole['gpu'])} | 100% | "
+          f"{_fmt(2 * idx['models']['shipped']['macs']['total'] / 1e9 / whole['gpu'] if whole['gpu'] else None, '{:.1f}')} "
+          f"| {_fmt(whole['gpu-fp16'])} |",
+          f"| stem + {d['layers']} layers + neck/head − one token floor (sum of pieces) | | | | | {_fmt(est['gpu'])} | "
+          f"{_fmt(est['gpu'] / whole['gpu'] if est['gpu'] and whole['gpu'] else None, '{:.0%}')} | | {_fmt(est['gpu-fp16'])} |",
+          ""]
+    L += _reading(a) + [""]
+    _formulations(L, a)
+    _model_variants(L, a)
+
+
+def _reading(a) -> list[str]:
+    """What the table says, in numbers from the same file."""
+    t = lambda p: per_copy(a, p, "gpu")[0]  # noqa: E731
+    layers = a["index"]["dims"]["layers"]
+    whole, floor = _t(a, "model_shipped", "gpu"), t("call_model_io")
+    core, fc, ln, gelu = t("attention_core_rank4"), t("fc_pair"), t("layernorm"), t("gelu")
+    if None in (whole, floor, core, fc, ln, gelu):
+        return []
+    out = [f"Reading it: of the shipped file's {whole:.1f} ms, about {floor:.1f} ms is the per-call floor (writing the "
+           f"{_mb(a, 'call_model_io')} input, reading the depth map back, waiting for the GPU) and "
+           f"{layers * core:.1f} ms the {layers} attention cores' BATCH_MATMULs and SOFTMAX "
+           f"({2 * macs_per_copy(a, 'attention_core_rank4') / 1e9 / core:.1f} TFLOP/s "
+           f"FP32-equivalent); the MLP's two FULLY_CONNECTEDs take {layers * fc:.1f} ms in all. LayerNorm "
+           f"({2 * layers * ln:.2f} ms for 24) and GELU ({layers * gelu:.2f} ms) cost almost nothing: the delegate "
+           "links elementwise ops into the neighbouring kernel, so op count is not dispatch count. FP16 compute "
+           "shortens the matmul pieces by 10–35 % and not the floor."]
+    g = _load("gpu_reference.json")
+    ref = ((g or {}).get("sizes") or {}).get("518x686", {})
+    e = ref.get("variants", {}).get("eager-fp32", {}).get("median_ms")
+    if e:
+        out.append(f"\nPyTorch's CUDA-event timing leaves the host copies out ({ref['host_io_ms']:.2f} ms there): "
+                   f"without its floor the LiteRT file computes for ≈ {whole - floor:.1f} ms, against PyTorch eager "
+                   f"FP32's {e:.1f} ms on the same GPU.")
+    return out
+
+
+def _mb(a, piece) -> str:
+    shape = a["index"]["pieces"][piece]["reps"]["1"]["input"]
+    n = 1
+    for v in shape:
+        n *= v
+    return f"{n * 4 / 1e6:.1f} MB"
+
+
+def _estimate(a, mode):
+    """stem file + layers x block + neck/head file - the token-sized floor both whole files carry."""
+    parts = [per_copy(a, p, mode)[0] for p in ("stem", "block", "neck_head", "call_tokens")]
+    if any(p is None for p in parts):
+        return None
+    return parts[0] + a["index"]["dims"]["layers"] * parts[1] + parts[2] - parts[3]
+
+
+def _formulations(L, a):
+    idx = a["index"]["pieces"]
+    h, hd = a["index"]["dims"]["heads"], a["index"]["dims"]["head_dim"]
+    rows = [("fc_pair", "MLP pair as rank-3 FULLY_CONNECTED (shipped)"),
+            ("fc_pair_2d", "MLP pair as rank-2 FULLY_CONNECTED on [N, D]"),
+            ("fc_pair_conv1x1", "MLP pair as 1×1 CONV_2D on [1, N, 1, D]"),
+            ("attention_core", f"attention core on rank-3 [{h}, N, {hd}] (before `rank4_attention`)"),
+            ("attention_core_rank4", f"attention core on rank-4 [1, {h}, N, {hd}] (`rank4_attention`)"),
+            ("attention_core_heads", f"attention core head by head on [1, N, {hd}] slices")]
+    L += ["Same arithmetic, other formulations (per copy, by differencing):", "",
+          "| formulation | ops per copy | FP32 ms | FP16 ms |", "|---|---|---|---|"]
+    for piece, label in rows:
+        if piece not in idx:
+            continue
+        reps = idx[piece]["reps"]
+        ks = sorted(int(k) for k in reps)
+        ops = (reps[str(ks[-1])]["ops"] - reps[str(ks[0])]["ops"]) / (ks[-1] - ks[0])
+        L.append(f"| {label} | {ops:.0f} | {_fmt(per_copy(a, piece, 'gpu')[0], '{:.3f}')} | "
+                 f"{_fmt(per_copy(a, piece, 'gpu-fp16')[0], '{:.3f}')} |")
+    L.append("")
+
+
+def _model_variants(L, a):
+    b = a.get("bench_models")
+    if not b:
+        return
+    models = a["index"]["models"]
+    t = lambda key, mode: (b["variants"].get(f"{key} [{mode}]") or {}).get("median_ms")  # noqa: E731
+    base = {mode: t("model_shipped", mode) for mode, _ in MODES}
+    m = b["method"]
+    L += [f"Whole model, one rewrite set each (a second interleaved run, {m['rounds']} rounds × ({m['warmup']} + "
+          f"{m['iters']})); \"int8\" = the dynamic-INT8 file of the shipped set (weights dequantised on the GPU):", "",
+          "| rewrite set | ops | FP32 ms | ÷ shipped | FP16 ms | ÷ shipped | fully on GPU |", "|---|---|---|---|---|---|---|"]
+    rows = [(name, f"model_{name}", f["ops"]) for name, f in models.items()]
+    rows += [(f"{name} int8", f"model_{name} int8", f["int8_ops"]) for name, f in models.items() if f.get("int8_file")]
+    for name, key, ops in rows:
+        v = {mode: t(key, mode) for mode, _ in MODES}
+        r = {mode: (v[mode] / base[mode] if v[mode] and base[mode] else None) for mode, _ in MODES}
+        full = all((a["files"].get(key) or {}).get(mode, {}).get("fully_accelerated") for mode, _ in MODES)
+        label = _label(name)
+        L.append(f"| {label} | {ops} | {_fmt(v['gpu'])} | {_fmt(r['gpu'], '{:.3f}')} | {_fmt(v['gpu-fp16'])} | "
+                 f"{_fmt(r['gpu-fp16'], '{:.3f}')} | {'yes' if full else 'NO'} |")
+    L.append("")
+    _cpu_side(L)
+
+
+def _label(name: str) -> str:
+    return name.replace("shipped", "shipped ", 1).replace("+", "+ ").replace("-", "− ").replace("  ", " ")
+
+
+def _cpu_side(L):
+    c = _load("gpu_rewrites_cpu.json")
+    if not c:
+        return
+    m, env = c["bench"]["method"], c["environment"]
+    v = c["bench"]["variants"]
+    L += [f"The same rewrite sets on the CPU (`gpu_attribution.py cpu`: real weights, LiteRT CPU, {c['threads']} threads, "
+          f"{env.get('cpu')}, one interleaved run, {m['rounds']} rounds × ({m['warmup']} + {m['iters']}); rel-L2 "
+          f"against PyTorch FP32 on `{c['image']}`):", "",
+          "| file | ops | CPU median ms | ÷ shipped | rel-L2 vs PyTorch FP32 |", "|---|---|---|---|---|"]
+    for name, f in c["files"].items():
+        prec = name.rsplit(" ", 1)[1]
+        base = v.get(f"shipped {prec}", {}).get("median_ms")
+        t = v.get(name, {}).get("median_ms")
+        L.append(f"| {_label(name)} | {f['ops']} | {_fmt(t, '{:.0f}')} | {_fmt(t / base if t and base else None, '{:.3f}')} | "
+                 f"{f['rel_l2_vs_pytorch_fp32']:.2e} |")
+    L.append("")
+
+
+def plot(path=PLOT):
+    """Horizontal bars: FP32 ms each piece costs in the whole model, next to the whole file's time."""
+    a = _load("gpu_attribution.json")
+    if not a:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(label.lstrip("· "), piece, n) for label, piece, n in attribution_rows(a)
+            if piece in ("call_model_io", "attention_core_rank4", "fc_pair", "gelu", "layernorm")]
+    vals = [(label, n * (per_copy(a, piece, "gpu")[0] or 0)) for label, piece, n in rows]
+    whole = _t(a, "model_shipped", "gpu")
+    other = whole - sum(v for _, v in vals) if whole else None
+    if other is not None:
+        vals.append(("rest (stem, QKV/o_proj, residual adds, layout ops, neck/head)", other))
+    fig, ax = plt.subplots(figsize=(8, 3.2), dpi=100)
+    ax.barh([v[0] for v in vals][::-1], [v[1] for v in vals][::-1], color="#4477aa")
+    ax.set_xlabel(f"ms of the whole file's {whole:.1f} ms (H200, LiteRT GPU, FP32)")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path + ".tmp.png", metadata={"Software": None})
+    plt.close(fig)
+    os.replace(path + ".tmp.png", path)
+
+
+def summary_lines() -> list[str]:
+    """README headline: the shipped file on the H200 vs PyTorch CUDA, and what the GPU rewrite bought."""
+    a, g = _load("gpu_attribution.json"), _load("gpu_reference.json")
+    b = (a or {}).get("bench_models")
+    if not b:
+        return []
+    t = lambda key, mode: (b["variants"].get(f"{key} [{mode}]") or {}).get("median_ms")  # noqa: E731
+    ship, before = t("model_shipped", "gpu"), t("model_shipped-rank4_attention", "gpu")
+    ship16 = t("model_shipped", "gpu-fp16")
+    out = (f"- H200 GPU, LiteRT WebGPU, 518×686 (`benchmarks/gpu_attribution.py`, one interleaved run): shipped FP32 "
+           f"file **{ship:.1f} ms** FP32 enforced, {ship16:.1f} ms default precision")
+    if before:
+        out += f"; {before:.1f} ms without `rank4_attention` ({ship / before:.3f}×)"
+    ref = ((g or {}).get("sizes") or {}).get("518x686", {}).get("variants", {})
+    if "median_ms" in ref.get("eager-fp32", {}):
+        out += (f". PyTorch CUDA on the same GPU: eager FP32 {ref['eager-fp32']['median_ms']:.1f} ms, eager TF32 "
+                f"{ref['eager-tf32']['median_ms']:.1f} ms, compile + CUDA graphs FP16 "
+                f"{ref['compile-cudagraphs-fp16']['median_ms']:.1f} ms")
+    return [out + "."]
