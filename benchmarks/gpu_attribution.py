@@ -145,6 +145,11 @@ def _pieces(mm, height: int, width: int):
         def forward(self, x):
             return torch.matmul(torch.softmax(torch.matmul(x, x.transpose(2, 3)), dim=-1), x)
 
+    class Core4VT(nn.Module):         # rank-4 core with the second product transposed: out = (v^T attn^T)^T
+        def forward(self, x):
+            attn = torch.softmax(torch.matmul(x, x.transpose(2, 3)), dim=-1)
+            return torch.matmul(x.transpose(2, 3), attn.transpose(2, 3)).transpose(2, 3)
+
     class CoreHeads(nn.Module):       # the same core head by head on [1, N, d] slices of a [1, N, h*d] tensor
         def __init__(self, h, d):
             super().__init__()
@@ -195,6 +200,8 @@ def _pieces(mm, height: int, width: int):
                            {k: (Chain([Core() for _ in range(k)]), hnd) for k in (8, 24)}),
         "attention_core_rank4": (f"the same on rank-4 [1,{heads},N,{hd}]",
                                  {k: (Chain([Core4() for _ in range(k)]), (1,) + hnd) for k in (8, 24)}),
+        "attention_core_rank4_vt": (f"the rank-4 core with attn @ v computed as (v^T attn^T)^T (output channels N)",
+                                    {k: (Chain([Core4VT() for _ in range(k)]), (1,) + hnd) for k in (8, 24)}),
         "attention_core_heads": (f"the same head by head: SLICE [1,N,{hd}] per head, CONCATENATION",
                                  {k: (Chain([CoreHeads(heads, hd) for _ in range(k)]), tok) for k in (8, 24)}),
         "softmax": (f"SOFTMAX over [{heads},N,N]", {k: (Softmaxes(k), hnd) for k in (8, 24)}),
@@ -331,6 +338,8 @@ def run(args) -> None:
     files = {}
     if args.part == "pieces":
         for name, p in index["pieces"].items():
+            if args.only and name not in args.only:
+                continue
             for k, f in p["reps"].items():
                 files[f"{name}_x{k}"] = f
         files["model_shipped"] = index["models"]["shipped"]
@@ -452,6 +461,7 @@ def main() -> None:
     r.add_argument("--dir", default=DEV)
     r.add_argument("--out", default=os.path.join(os.environ.get("OUT", "out"), "gpu_attribution.json"))
     r.add_argument("--part", choices=("pieces", "models"), default="pieces")
+    r.add_argument("--only", nargs="*", help="pieces part: time only these pieces (+ the shipped model)")
     r.add_argument("--method", default=(3, 5, 20), type=lambda s: tuple(int(v) for v in s.split(",")),
                    help="rounds,warmup,iters")
     c = sub.add_parser("cpu")

@@ -164,6 +164,15 @@ def _formulations(L, a):
         ops = (reps[str(ks[-1])]["ops"] - reps[str(ks[0])]["ops"]) / (ks[-1] - ks[0])
         L.append(f"| {label} | {ops:.0f} | {_fmt(per_copy(a, piece, 'gpu')[0], '{:.3f}')} | "
                  f"{_fmt(per_copy(a, piece, 'gpu-fp16')[0], '{:.3f}')} |")
+    v = _load("gpu_attribution_vt.json")      # a later, separate run (`run --only ...`): its rows compare only with
+    if v and "attention_core_rank4_vt" in v["index"]["pieces"]:   # each other
+        for piece, label in (("attention_core_rank4", "separate run: rank-4 core as shipped"),
+                             ("attention_core_rank4_vt", "separate run: rank-4 core, attn @ v as (vᵀ attnᵀ)ᵀ")):
+            reps = v["index"]["pieces"][piece]["reps"]
+            ks = sorted(int(k) for k in reps)
+            ops = (reps[str(ks[-1])]["ops"] - reps[str(ks[0])]["ops"]) / (ks[-1] - ks[0])
+            L.append(f"| {label} | {ops:.0f} | {_fmt(per_copy(v, piece, 'gpu')[0], '{:.3f}')} | "
+                     f"{_fmt(per_copy(v, piece, 'gpu-fp16')[0], '{:.3f}')} |")
     L.append("")
 
 
