@@ -465,7 +465,8 @@ def main():
                         "file runs on the H200). GPU parity on SwiftShader is therefore measured on synthetic-tiny in the "
                         "tests (`tests/test_rewrites.py::test_tiny_gpu_fp32_and_int8`, within the FP32-noise tolerance of tests/README.md "
                         "with enforce_f32), and "
-                        "on all 110 images on the H200 below.")
+                        f"on {(load('h200.json') or {}).get('image_set', {}).get('count', '?')} images of the default "
+                        "set on the H200 below.")
     section_h200(L)
     section_fp16(L)
     section_gpu_reference(L)
