@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from edgedepth.checkpoint import DepthModule
+from edgedepth.errors import EdgedepthError
 from edgedepth.formats.tflite import describe
 from edgedepth.runtimes.litert import LiteRTRunner
 from edgedepth.formats import tflite as litert
@@ -60,6 +61,6 @@ def test_failed_quantisation_leaves_no_file(tmp_path, tiny_plain_export, monkeyp
         raise RuntimeError("quantizer failed")
 
     monkeypatch.setattr(q.Quantizer, "quantize", fail)  # the quantizer failing is outside our control: simulate it
-    with pytest.raises(RuntimeError, match="quantizer failed"):
+    with pytest.raises(EdgedepthError, match="cannot make the int8 file for this graph: quantizer failed"):
         litert.quantize_int8(tiny_plain_export["fp32"], str(tmp_path / "x_int8.tflite"))
     assert os.listdir(tmp_path) == []

@@ -34,7 +34,8 @@ def cmd_export(args) -> int:
 
     size = parse_size(args.size)
     fmt = formats.target(args.target)
-    precisions = _list_option("--precision", args.precision or ",".join(fmt.module.PRECISIONS), fmt.module.PRECISIONS)
+    default = getattr(fmt.module, "DEFAULT_PRECISIONS", fmt.module.PRECISIONS)
+    precisions = _list_option("--precision", args.precision or ",".join(default), fmt.module.PRECISIONS)
     ensure_writable_dir(args.out)
     if args.plain and args.fp16_safe:
         raise EdgedepthError("--fp16-safe is a rewrite: it cannot be combined with --plain")
@@ -45,7 +46,7 @@ def cmd_export(args) -> int:
         backends = _list_option("--et-backend", args.et_backend, fmt.module.BACKENDS)
         n = sum(1 for b in backends for p in precisions if p == "fp32" or b == "xnnpack")
     else:
-        n = 1 + len(precisions)
+        n = 1 + len(precisions) + int(getattr(fmt.module, "needs_calibration", lambda p: False)(precisions))
     rewrites = () if args.plain else "default"
     if args.fp16_safe:
         from .rewrites import PIPELINE
@@ -299,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--size", default=size_default, help="HEIGHTxWIDTH, multiples of 14 (default: %(default)s)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--precision", default=None,
-                   help="comma-separated: fp32,int8 (ONNX also fp16) (default: fp32,int8; ONNX fp32,fp16,int8)")
+                   help="comma-separated. LiteRT: fp32,fp16,int8,int4,static-int8,a16w8 (default fp32,int8); "
+                        "ONNX: fp32,fp16,int8 (default all); ExecuTorch: fp32,int8")
     e.add_argument("--target", default="litert", choices=["litert", "executorch", "onnx"],
                    help="litert: .tflite; executorch: .pte; onnx: .onnx (default: %(default)s)")
     e.add_argument("--et-backend", default="xnnpack",

@@ -1,5 +1,6 @@
 """LiteRT ``.tflite`` format: look inside (ops, I/O, weights, FC variants; schema bindings from ai_edge_litert), a GPU
-check, the runner, and the export target: module -> ``.tflite`` (litert-torch), FP32 -> dynamic INT8 (ai-edge-quantizer ``dynamic_wi8_afp32``).
+check, the runner, and the export target: module -> ``.tflite`` (litert-torch), then the precision ladder from that FP32 file
+(:mod:`.tflite_precisions`: fp16, int8, int4, static-int8, a16w8 through ai-edge-quantizer recipes).
 
 Signature of every file: ``serving_default(args_0: float32[1,3,H,W]) -> output_0: float32[1,H,W]``.
 Files are written via temp + rename; a failed export leaves no partial file.
@@ -20,6 +21,7 @@ import numpy as np
 from ..errors import EdgedepthError
 from ..fsutil import atomic_path
 from ..progress import quiet_output as _quiet
+from .tflite_precisions import LADDER, calibration_inputs, quantize
 
 
 def _schema():
@@ -238,11 +240,17 @@ def format_text(info: dict) -> str:
     return "\n".join(lines)
 
 
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = tuple(LADDER)
+DEFAULT_PRECISIONS = ("fp32", "int8")       # what `export` makes when --precision is not given
+
+
+def needs_calibration(precisions) -> bool:
+    return any(LADDER[p].calibrated for p in precisions)
 
 
 def file_name(height: int, width: int, precision: str, plain: bool = False) -> str:
-    return f"depth_anything_v2_small_{height}x{width}_{precision}{'_plain' if plain else ''}.tflite"
+    part = LADDER[precision].file_part if precision in LADDER else precision
+    return f"depth_anything_v2_small_{height}x{width}_{part}{'_plain' if plain else ''}.tflite"
 
 
 def convert_fp32(module, height: int, width: int, path: str, *, verbose: bool = False) -> None:
@@ -259,19 +267,12 @@ def convert_fp32(module, height: int, width: int, path: str, *, verbose: bool = 
 
 def quantize_int8(fp32_path: str, path: str, *, verbose: bool = False) -> None:
     """Dynamic-range INT8 (int8 weights, float activations) from an FP32 .tflite, written atomically."""
-    from ai_edge_quantizer import quantizer, recipe
-
-    with _quiet(not verbose):
-        q = quantizer.Quantizer(fp32_path)
-        q.load_quantization_recipe(recipe.dynamic_wi8_afp32())
-        result = q.quantize()
-        with atomic_path(path) as tmp:
-            result.export_model(tmp, overwrite=True)
+    quantize(fp32_path, path, "int8", verbose=verbose)
 
 
-def export(module, height: int, width: int, out_dir: str, precisions=("fp32", "int8"), *, plain: bool = False,
+def export(module, height: int, width: int, out_dir: str, precisions=DEFAULT_PRECISIONS, *, plain: bool = False,
            verbose: bool = False, progress=None) -> dict[str, str]:
-    """Export ``module`` to ``out_dir``; returns {precision: path}. INT8 is always made from the FP32 graph.
+    """Export ``module`` to ``out_dir``; returns {precision: path}. Every other precision is made from the FP32 graph.
 
     ``progress(stage_name)`` is called as each stage starts (the CLI drives a bar with it).
     """
@@ -280,10 +281,16 @@ def export(module, height: int, width: int, out_dir: str, precisions=("fp32", "i
     fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain) + ".int8src")
     progress(f"convert FP32 {height}x{width}")
     convert_fp32(module, height, width, fp32, verbose=verbose)
+    calibration = None
     try:
-        if "int8" in paths:
-            progress("quantize INT8 (dynamic_wi8_afp32)")
-            quantize_int8(fp32, paths["int8"], verbose=verbose)
+        for p in precisions:
+            if p == "fp32":
+                continue
+            if needs_calibration([p]) and calibration is None:
+                progress(f"calibration inputs ({height}x{width})")
+                calibration = calibration_inputs(height, width)
+            progress(f"quantize {p}")
+            quantize(fp32, paths[p], p, calibration=calibration, verbose=verbose)
     finally:
         if "fp32" not in paths and os.path.exists(fp32):
             os.remove(fp32)
@@ -298,9 +305,9 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2):
     return LiteRTRunner(path, backend=backend, threads=threads)
 
 
-def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32", "int8"), rewrites="default",
+def export_model(model, height: int, width: int, out_dir: str, *, precisions=DEFAULT_PRECISIONS, rewrites="default",
                  backends=None, verbose: bool = False, progress=None):
-    """:func:`edgedepth.formats.export` for LiteRT: prepare (rewrites) -> FP32 -> INT8; ``[Exported]``."""
+    """:func:`edgedepth.formats.export` for LiteRT: prepare (rewrites) -> FP32 -> the other precisions; ``[Exported]``."""
     from ..rewrites import prepare
     from . import Exported
 
