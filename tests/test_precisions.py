@@ -152,3 +152,19 @@ def test_cli_unknown_precision(tmp_path):
 def test_calibration_inputs_are_the_bundled_photos():
     xs = tp.calibration_inputs(*TINY_SIZE)
     assert len(xs) == 11 and all(x.shape == (1, 3, *TINY_SIZE) and x.dtype == np.float32 for x in xs)
+
+
+def test_timing_twins_of_fp16_and_int4_files(tmp_path, ladder, tiny_input):
+    """edgedepth.transport carries the ladder to the H200: fp16 weights stripped and refilled as float16, int4 weights
+    zeroed and refilled; graph, op list and weight types unchanged, and the twin runs."""
+    from edgedepth import transport
+
+    stripped, twin16 = tmp_path / "s.tflite", tmp_path / "t16.tflite"
+    n = transport.strip(ladder["fp16"], str(stripped), min_bytes=256)
+    assert n > 10 and transport.fill_float(str(stripped), str(twin16)) == n
+    zeroed, twin4 = tmp_path / "z.tflite", tmp_path / "t4.tflite"
+    assert transport.zero_int8(ladder["int4"], str(zeroed)) == transport.fill_int8(str(zeroed), str(twin4)) > 10
+    for orig, twin in ((ladder["fp16"], twin16), (ladder["int4"], twin4)):
+        a, b = tflite.describe(orig), tflite.describe(str(twin))
+        assert a["op_histogram"] == b["op_histogram"] and a["weights"] == b["weights"]
+        assert np.all(np.isfinite(LiteRTRunner(str(twin)).run(tiny_input)))

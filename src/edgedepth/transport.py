@@ -6,6 +6,9 @@ each emptied buffer, on the other machine, from the INT8 file's same-named tenso
 FP32 file's exact graph, op list and shapes, and weights equal to the originals rounded to 8 bits: realistic values
 for latency and for GPU-vs-CPU comparison there.  It is NOT the original file: PyTorch parity of the original is
 measured where the original is.
+
+The same trick serves the precision ladder: ``strip`` also empties FLOAT16 weights (the fp16 file) and ``fill_float``
+refills them in their own type; ``zero_int8`` / ``fill_int8`` cover INT8 and packed INT4 weights (int4 file).
 """
 
 from __future__ import annotations
@@ -48,12 +51,12 @@ def _name(t) -> str:
 
 
 def strip(fp32_path: str, out_path: str, min_bytes: int = 4096) -> int:
-    """Empty every FLOAT32 buffer of at least ``min_bytes``; returns how many were emptied."""
+    """Empty every FLOAT32 / FLOAT16 buffer of at least ``min_bytes``; returns how many were emptied."""
     S, model = _load(fp32_path)
     names = []
     for t in model.subgraphs[0].tensors:
         buf = model.buffers[t.buffer]
-        if t.type == S.TensorType.FLOAT32 and buf.data is not None and len(buf.data) >= min_bytes:
+        if t.type in (S.TensorType.FLOAT32, S.TensorType.FLOAT16) and buf.data is not None and len(buf.data) >= min_bytes:
             buf.data = None
             names.append(_name(t))
     # the list of emptied tensors travels inside the file, as a metadata entry
@@ -79,18 +82,18 @@ def _take_stripped(model, path: str) -> set:
     return wanted
 
 
-def fill_float(stripped_path: str, out_path: str, seed: int = 0, std: float = 0.02) -> int:
-    """Timing twin of a stripped FP32 graph that has no INT8 twin: refill every emptied tensor with seeded normal
-    values (``std``), in tensor order.  Same graph, ops and shapes; values are not the model's (latency only: GPU and
-    CPU float kernels do not depend on them).  Returns how many tensors were filled."""
+def _refill(stripped_path: str, out_path: str, values) -> int:
+    """Refill every tensor ``strip`` emptied with ``values(S, tensor, shape) -> numpy array`` (its bytes are stored),
+    in tensor order; write ``out_path``.  Returns how many were refilled (all of them, or an error)."""
     S, model = _load(stripped_path)
     wanted = _take_stripped(model, stripped_path)
-    rng = np.random.default_rng(seed)
     filled = 0
     for t in model.subgraphs[0].tensors:
         if _name(t) in wanted:
-            n = int(np.prod([int(s) for s in t.shape]))
-            vals = (rng.standard_normal(n, dtype=np.float32) * np.float32(std)).astype(np.float32)
+            shape = [int(s) for s in t.shape]
+            vals = np.ascontiguousarray(values(S, t, shape))
+            if vals.size != int(np.prod(shape)):
+                raise EdgedepthError(f"tensor {_name(t)!r}: {vals.size} values for shape {shape}")
             model.buffers[t.buffer].data = np.frombuffer(vals.tobytes(), np.uint8)
             filled += 1
     if filled != len(wanted):
@@ -99,57 +102,56 @@ def fill_float(stripped_path: str, out_path: str, seed: int = 0, std: float = 0.
     return filled
 
 
+def fill_float(stripped_path: str, out_path: str, seed: int = 0, std: float = 0.02) -> int:
+    """Timing twin of a stripped float graph that has no INT8 twin: refill every emptied tensor with seeded normal
+    values (``std``) in its own type (FLOAT32 or FLOAT16), in tensor order.  Same graph, ops and shapes; values are
+    not the model's (latency only: GPU and CPU float kernels do not depend on them).  Returns how many were filled."""
+    rng = np.random.default_rng(seed)
+
+    def values(S, t, shape):
+        dtype = np.float16 if t.type == S.TensorType.FLOAT16 else np.float32
+        return (rng.standard_normal(int(np.prod(shape)), dtype=np.float32) * np.float32(std)).astype(dtype)
+    return _refill(stripped_path, out_path, values)
+
+
 def rebuild(stripped_path: str, int8_path: str, out_path: str) -> int:
     """Refill the stripped FP32 graph's empty weight buffers from the INT8 file; returns how many were refilled."""
-    S, model = _load(stripped_path)
-    wanted = _take_stripped(model, stripped_path)
     _, q = _load(int8_path)
     qbytes = open(int8_path, "rb").read()
+    by_name = {_name(t): t for t in q.subgraphs[0].tensors}
 
-
-    qsg = q.subgraphs[0]
-    by_name = {_name(t): t for t in qsg.tensors}
-    filled = 0
-    for t in model.subgraphs[0].tensors:
-        buf = model.buffers[t.buffer]
-        if _name(t) not in wanted:
-            continue
+    def values(S, t, shape):
         src = by_name.get(_name(t))
         raw = _buffer_bytes(q.buffers[src.buffer], qbytes) if src is not None else None
         if raw is None:
             raise EdgedepthError(f"{int8_path!r} has no constant tensor {_name(t)!r}: not made from this FP32 graph")
-        shape = [int(s) for s in t.shape]
         if src.type == S.TensorType.FLOAT32:
-            vals = np.frombuffer(raw, np.float32)
-        elif src.type == S.TensorType.INT8:
-            qp = src.quantization
-            scale = np.asarray(qp.scale, np.float32)
-            zero = np.asarray(qp.zeroPoint, np.float32) if qp.zeroPoint is not None else np.zeros_like(scale)
-            axis_shape = [1] * len(shape)
-            if scale.size > 1:
-                axis_shape[qp.quantizedDimension] = scale.size
-            vals = (np.frombuffer(raw, np.int8).reshape(shape).astype(np.float32) - zero.reshape(axis_shape)) \
-                * scale.reshape(axis_shape)
-        else:
+            return np.frombuffer(raw, np.float32)
+        if src.type != S.TensorType.INT8:
             raise EdgedepthError(f"tensor {_name(t)!r}: unexpected type {src.type} in {int8_path!r}")
-        if vals.size != int(np.prod(shape)):
-            raise EdgedepthError(f"tensor {_name(t)!r}: {vals.size} values for shape {shape}")
-        buf.data = np.frombuffer(np.ascontiguousarray(vals, np.float32).tobytes(), np.uint8)
-        filled += 1
-    if filled != len(wanted):
-        raise EdgedepthError(f"refilled {filled} of {len(wanted)} stripped tensors")
-    _save(model, out_path)
-    return filled
+        qp = src.quantization
+        scale = np.asarray(qp.scale, np.float32)
+        zero = np.asarray(qp.zeroPoint, np.float32) if qp.zeroPoint is not None else np.zeros_like(scale)
+        axis_shape = [1] * len(shape)
+        if scale.size > 1:
+            axis_shape[qp.quantizedDimension] = scale.size
+        ints = np.frombuffer(raw, np.int8)
+        if ints.size != int(np.prod(shape)):
+            raise EdgedepthError(f"tensor {_name(t)!r}: {ints.size} values for shape {shape}")
+        return ((ints.reshape(shape).astype(np.float32) - zero.reshape(axis_shape)) * scale.reshape(axis_shape)
+                ).astype(np.float32)
+    return _refill(stripped_path, out_path, values)
 
 
 def _rewrite_int8(path: str, out_path: str, values) -> int:
-    """Replace every INT8 constant tensor's bytes with ``values(n_bytes) -> uint8 array``; returns how many."""
+    """Replace every INT8 / INT4 (packed) constant tensor's bytes with ``values(n_bytes) -> uint8 array``; returns
+    how many.  Any byte is a valid int8 or pair of int4 values."""
     S, model = _load(path)
     data = open(path, "rb").read()
     targets = []
     for t in model.subgraphs[0].tensors:
         b = model.buffers[t.buffer]
-        raw = _buffer_bytes(b, data) if t.type == S.TensorType.INT8 else None
+        raw = _buffer_bytes(b, data) if t.type in (S.TensorType.INT8, S.TensorType.INT4) else None
         if raw is not None:
             targets.append((b, len(raw)))
     for b in model.buffers:          # re-packing writes inline buffers only: pull offset/size ones in
