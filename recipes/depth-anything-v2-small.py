@@ -20,7 +20,8 @@ RECIPE = {
     # the depth map would come out 252x252, breaking the [1,H,W] contract).
     "sizes": ["518x686", "686x518", "518x518", "392x518", "252x252", "224x224"],
     "rewrites": "default",                      # edgedepth.rewrites.PIPELINE, exact rewrites only
-    "litert": {"precisions": ["fp32", "int8"]},
+    # fp16 = float16 weights, float32 compute: half the download, for the GPU / browser (benchmarks/precision_ladder.py)
+    "litert": {"precisions": ["fp32", "fp16", "int8"]},
     # ExecuTorch: the 224x224 preset mirrors the published WebGPU .pte; XNNPACK runs here, WebGPU is lowering only
     "executorch": {"sizes": ["224x224"], "backends": ["xnnpack", "webgpu"], "precisions": ["fp32"]},
     # ONNX at the first size, in the onnx-community / transformers.js layout: onnx/model.onnx, onnx/model_fp16.onnx,
@@ -28,10 +29,11 @@ RECIPE = {
     "onnx": {"precisions": ["fp32", "fp16", "int8"]},
     "parity": {"images": 8, "backend": "cpu"},  # build gate, default bundled image set (values -> build-report.json)
     # committed benchmark data; parity/latency rows are embedded only for files whose sha256 matches a measured file
-    "parity_data": [os.path.join(_RESULTS, "release_cpu_parity.json")],
+    "parity_data": [os.path.join(_RESULTS, "release_cpu_parity.json"), os.path.join(_RESULTS, "precision_ladder.json")],
     "latency_data": [os.path.join(_RESULTS, f"release_cpu_latency_{s}.json")
                      for s in ("518x686", "686x518", "518x518", "392x518", "252x252", "224x224")]
-    + sorted(glob.glob(os.path.join(_RESULTS, "peers_cpu_*.json"))),  # ours vs the fastest peer, per CPU
+    + sorted(glob.glob(os.path.join(_RESULTS, "peers_cpu_*.json")))  # ours vs the fastest peer, per CPU
+    + [os.path.join(_RESULTS, "precision_ladder.json")],  # every precision at 518x686, + H200 GPU medians
 }
 
 if __name__ == "__main__":

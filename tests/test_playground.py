@@ -588,3 +588,21 @@ def test_full_size_fp32_on_wasm(full_fp32_release, full_reference, serve_folder,
                              what="full size, LiteRT.js wasm FP32")
     print(f"full-size FP32 wasm: load+first inference {time.perf_counter() - t:.1f} s, "
           f"inference {st['lastLatencyMs']:.0f} ms")
+
+
+def test_default_file_follows_the_manifest_recommendation(tmp_path, tiny_plain_export, serve_folder, open_page):
+    """No ?artifact=: the playground selects manifest.json's recommended file for the backend that will run (WebGPU
+    when asked for or on a real adapter, else wasm) and says why."""
+    from edgedepth.release import manifest as mf
+
+    folder = str(tmp_path / "rec")
+    entries = _write_release(folder, dict(tiny_plain_export), TINY_SIZE, gpu_check=False)
+    m = mf.load(folder)
+    m["recommended"] = {"webgpu": {"path": entries["fp32"]["path"], "why": "test: GPU pick"},
+                        "wasm": {"path": entries["int8"]["path"], "why": "test: wasm pick"}}
+    mf.write(folder, m)
+    base = serve_folder(folder)
+    for backend, want, why in (("wasm", "int8", "test: wasm pick"), ("webgpu", "fp32", "test: GPU pick")):
+        p = open_page(f"{base}?backend={backend}")
+        assert p.page.eval_on_selector("#artifact", "e => e.value") == entries[want]["path"], backend
+        assert f"recommended for {backend} ({why})" in p.messages_text()

@@ -121,7 +121,9 @@ async function readManifest() {
   return { manifest: m, files };
 }
 
-function fillArtifacts() {
+// The default file: manifest.json's recommendation for the backend that will run (WebGPU on a real adapter:
+// the fp16-weight file, half the download; wasm: the file recommended for the CPU / wasm).
+function fillArtifacts(recommended) {
   const order = (f) => [f.size === '518x686' ? 0 : 1, f.size || '', f.precision === 'fp32' ? 0 : 1];
   manifestFiles.sort((a, b) => {
     const x = order(a);
@@ -130,6 +132,10 @@ function fillArtifacts() {
   });
   ui.artifact.replaceChildren(...manifestFiles.map((f) => new Option(label(f), f.path)));
   const wanted = params.get('artifact');
+  if (!wanted && recommended && manifestFiles.some((f) => f.path === recommended.path)) {
+    ui.artifact.value = recommended.path;
+    say('info', `Default file ${recommended.path}: recommended for ${recommended.use} (${recommended.why}).`);
+  }
   if (wanted) {
     if (manifestFiles.some((f) => f.path === wanted)) ui.artifact.value = wanted;
     else say('warn', `?artifact=${wanted} is not in manifest.json; using ${ui.artifact.value}`);
@@ -686,7 +692,10 @@ async function main() {
     const { manifest, files } = await readManifest();
     E.manifest = manifest;
     manifestFiles = files;
-    fillArtifacts();
+    const gpu = ui.backend.value === 'wasm' ? {} : await detectWebGPU();
+    const use = gpu.adapter && (!gpu.fallback || ui.backend.value === 'webgpu') ? 'webgpu' : 'wasm';
+    const rec = (manifest.recommended || {})[use];
+    fillArtifacts(rec ? { ...rec, use } : null);
     const ck = manifest.provenance && manifest.provenance.checkpoint;
     if (ck && ck.source === 'synthetic') {
       say('warn', `These files were made from synthetic weights (${ck.name}): depth maps are meaningless; they show ` +

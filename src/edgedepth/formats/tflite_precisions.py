@@ -115,16 +115,18 @@ def calibration_inputs(height: int, width: int) -> list:
             if item.id.endswith("/" + CALIBRATION_VIEW)]
 
 
-def quantize(fp32_path: str, path: str, precision: str, *, calibration=None, verbose: bool = False) -> None:
-    """Write ``precision``'s file made from the FP32 .tflite ``fp32_path`` (atomically).
+def quantize(fp32_path: str, path: str, precision, *, calibration=None, verbose: bool = False) -> None:
+    """Write ``precision``'s file (a ladder name, or a :class:`Precision` a benchmark defines) made from the FP32
+    .tflite ``fp32_path``, atomically.
 
     ``calibration``: list of [1,3,H,W] float32 inputs, required by calibrated precisions.  A recipe the quantizer
     cannot apply to this graph raises a one-line :class:`EdgedepthError`; nothing is left at ``path``.
     """
-    p = LADDER.get(precision)
+    p = precision if isinstance(precision, Precision) else LADDER.get(precision)
     if p is None or p.recipe is None:
         raise EdgedepthError(f"precision {precision!r} is not made by quantisation (choose from "
                              f"{', '.join(n for n, q in LADDER.items() if q.recipe)})")
+    precision = p.name
     if p.calibrated and not calibration:
         raise EdgedepthError(f"precision {precision!r} needs calibration inputs")
     from ai_edge_quantizer import quantizer

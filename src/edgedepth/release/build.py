@@ -21,7 +21,9 @@ import tempfile
 from .. import formats
 from ..errors import EdgedepthError
 from . import manifest as mf
+from ..formats.tflite_precisions import LADDER
 from .recipe import Recipe
+from .recommend import recommend
 
 PRESET_SIZES = ["518x686", "686x518", "518x518", "392x518", "252x252", "224x224"]
 BUILD_REPORT = mf.BUILD_REPORT
@@ -56,6 +58,9 @@ def _committed_rows(paths, rows_of) -> dict[str, list[dict]]:
 def _parity_rows(paths: list[str]) -> dict[str, list[dict]]:
     """sha256 -> CPU parity rows from committed ``edgedepth validate --json`` reports."""
     def rows_of(rep, p):
+        if rep.get("kind") == "edgedepth.precision_ladder":
+            yield from _ladder_rows(rep, p, "parity")
+            return
         for r in rep.get("results", []):
             if r.get("sha256") and r.get("metrics") and r.get("backend") == "cpu":
                 yield r["sha256"], {
@@ -92,6 +97,9 @@ def _latency_rows(paths: list[str]) -> dict[str, list[dict]]:
         if rep.get("kind") == "edgedepth.peers":
             yield from _peer_latency_rows(rep, p)
             return
+        if rep.get("kind") == "edgedepth.precision_ladder":
+            yield from _ladder_rows(rep, p, "latency")
+            return
         for v in rep.get("variants", {}).values():
             if v.get("sha256"):
                 yield v["sha256"], {
@@ -115,6 +123,27 @@ def _peer_latency_rows(rep: dict, p: str):
                 "p75_ms": round(r["p75_ms"], 2), "threads": rep["threads"], "cpu": env.get("cpu"), "gpu_adapter": None,
                 "method": {k: rep["method"][k] for k in ("rounds", "warmup", "iters")}, "source": os.path.basename(p),
                 "fastest_peer": {"label": rows[best]["label"], "median_ms": round(rows[best]["median_ms"], 2)}}
+
+
+def _ladder_rows(rep: dict, p: str, what: str):
+    """Rows of ``benchmarks/precision_ladder.py``'s report: CPU parity (110 images) or CPU latency (+ the H200 GPU
+    medians of the same graph, FP32 enforced, when measured), per file sha256."""
+    env, h200 = rep["environment"], rep.get("h200", {}).get("rows", {})
+    for name, r in rep["rows"].items():
+        if what == "parity" and "pooled_rel_l2" in r.get("parity", {}):
+            yield r["sha256"], {**_round_metrics(r["parity"]), "backend": "cpu", "threads": env.get("threads"),
+                                "cpu": env.get("cpu"), "reference": rep["parity_method"]["reference"],
+                                "image_set_sha256": rep["parity_method"]["image_set_sha256"],
+                                "source": os.path.basename(p)}
+        elif what == "latency" and r.get("cpu_latency"):
+            v = r["cpu_latency"]
+            gpu = (h200.get(name) or {}).get("gpu")
+            yield r["sha256"], {
+                "backend": "cpu", "median_ms": round(v["median_ms"], 2), "p25_ms": round(v["p25_ms"], 2),
+                "p75_ms": round(v["p75_ms"], 2), "threads": env.get("threads"), "cpu": env.get("cpu"),
+                "gpu_adapter": None, "method": {k: rep["cpu_method"][k] for k in ("rounds", "warmup", "iters")},
+                "source": os.path.basename(p),
+                **({"h200_gpu_fp32_median_ms": round(gpu["median_ms"], 2)} if gpu else {})}
 
 
 def _round_metrics(m: dict) -> dict:
@@ -161,8 +190,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
                          "recommended_runtime_options": {
                              "gpu": {"accelerator": "GPU", "enforce_f32": True},
                              "cpu": {"accelerator": "CPU", "num_threads": "number of big cores"}},
-                         "quantization": "dynamic_wi8_afp32 (int8 weights, float activations)" if precision == "int8"
-                         else None}
+                         "quantization": LADDER[precision].summary if precision != "fp32" else None}
                 if gpu_check:
                     step(f"GPU check {rel}")
                     g = art.gpu_check()
@@ -181,6 +209,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
         manifest = {
             "name": recipe.name,
             "files": entries,
+            "recommended": recommend(entries, sizes[0], INT8_GATE_REL_L2),
             "provenance": {
                 "checkpoint": {**ckpt.provenance(), "state_dict_sha256": state_dict_digest(ckpt.model)},
                 "base_model": recipe.base_model,

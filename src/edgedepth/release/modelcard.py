@@ -50,8 +50,16 @@ def render_model_card(m: dict) -> str:
           "Rewrites applied:", ""]
     names = sorted({n for r in prov["rewrites"].values() for n in r})
     L += [f"- `{n}`" for n in names] + [""]
-    L += ["INT8 files: dynamic-range quantisation (`ai-edge-quantizer` recipe `dynamic_wi8_afp32`: int8 weights, float "
-          "activations), made from the rewritten FP32 graph.", ""]
+    quant = {f["precision"]: f["quantization"] for f in tflites if f.get("quantization")}
+    if quant:
+        L += ["Other precisions are made from the rewritten FP32 graph with `ai-edge-quantizer` recipes:", ""]
+        L += [f"- {p}: {q}" for p, q in quant.items()] + [""]
+    rec = m.get("recommended") or {}
+    if rec:
+        L += ["## Which file to use", "", "| use | file | why |", "|---|---|---|"]
+        uses = {"webgpu": "GPU / browser (WebGPU)", "cpu": "CPU (also the browser's wasm path)",
+                "smallest": "smallest download"}
+        L += [f"| {label} | `{rec[k]['path']}` | {rec[k]['why']} |" for k, label in uses.items() if k in rec] + [""]
     if example:
         i, o = example["input"], example["output"]
         n = i["normalisation"]
@@ -156,7 +164,7 @@ def render_model_card(m: dict) -> str:
           "- Relative depth: scale and shift are unknown; do not read metres from it.",
           "- LiteRT's GPU delegate may compute in FP16 under its default precision; this model's DPT head can overflow "
           "FP16. Set `enforce_f32=True` (see `recommended_runtime_options` in `manifest.json`).",
-          "- INT8 files trade accuracy for size and CPU speed (see parity)."]
+          "- Quantised files (INT8, FP16 weights) trade accuracy for size and CPU speed (see parity)."]
     if synthetic:
         L += ["- Built from synthetic weights: depth output is meaningless (see the note at the top)."]
     v = prov["versions"]

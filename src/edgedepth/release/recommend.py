@@ -1,0 +1,60 @@
+"""Which file for which use, from the manifest's own entries and the measurements embedded in them.
+
+``recommend(entries, size, gate)`` -> ``{use: {"path", "why"}}`` for the release's first (main) size:
+
+- ``webgpu`` (GPU / browser): the smallest float-compute .tflite that compiled fully on the GPU: the fp16-weight file when
+  present (the GPU delegate reads fp16 constants natively; H200 median quoted when measured), else FP32.
+- ``cpu`` (and ``wasm``): the .tflite with the lowest embedded CPU median among files within the quantised parity
+  gate; FP32 when nothing was measured for these exact bytes.
+- ``smallest``: the smallest .tflite whose embedded parity is within the gate (unmeasured files do not qualify).
+
+The playground reads ``webgpu`` / ``wasm`` to pick its default file; the model card prints all of them.
+"""
+
+from __future__ import annotations
+
+FLOAT = ("fp16", "fp32")
+
+
+def _parity(f: dict) -> float | None:
+    rows = f.get("parity") or []
+    return rows[0].get("pooled_rel_l2") if rows else None
+
+
+def _cpu_ms(f: dict) -> float | None:
+    rows = [r for r in (f.get("latency") or []) if r.get("backend") == "cpu" and r.get("median_ms")]
+    return min(r["median_ms"] for r in rows) if rows else None
+
+
+def recommend(entries: list[dict], size: str, gate: float) -> dict:
+    files = [f for f in entries if f.get("format") == "tflite" and f.get("size") == size]
+    if not files:
+        return {}
+    by = {f["precision"]: f for f in files}
+    fp32 = by.get("fp32") or files[0]
+    out = {}
+    gpu = [f for f in files if f["precision"] in FLOAT and f.get("gpu_fully_delegated") is not False]
+    if gpu:
+        f = min(gpu, key=lambda f: f["bytes"])
+        why = f"{f['precision']} weights: {f['bytes'] / 1e6:.1f} MB, fully on the GPU delegate"
+        if f is not fp32:
+            why += f" ({f['bytes'] / fp32['bytes']:.0%} of the FP32 download; float32 compute with enforce_f32)"
+        h200 = [r["h200_gpu_fp32_median_ms"] for r in f.get("latency") or [] if "h200_gpu_fp32_median_ms" in r]
+        if h200:
+            why += f"; H200 WebGPU {h200[0]:.1f} ms"
+        out["webgpu"] = {"path": f["path"], "why": why}
+    ok = [f for f in files if (_parity(f) is not None and _parity(f) <= gate)]
+    timed = [f for f in ok if _cpu_ms(f) is not None]
+    if timed:
+        f = min(timed, key=_cpu_ms)
+        out["cpu"] = {"path": f["path"], "why": f"fastest measured on the CPU ({_cpu_ms(f):.0f} ms at "
+                                                f"{f['latency'][0].get('threads')} threads, {f['latency'][0].get('cpu')}), "
+                                                f"pooled rel-L2 {_parity(f):.1e}"}
+    else:
+        out["cpu"] = {"path": fp32["path"], "why": "FP32: no CPU latency measured for these exact files"}
+    out["wasm"] = dict(out["cpu"])
+    if ok:
+        f = min(ok, key=lambda f: f["bytes"])
+        out["smallest"] = {"path": f["path"], "why": f"{f['bytes'] / 1e6:.1f} MB, pooled rel-L2 {_parity(f):.1e} "
+                                                    f"(within the {gate:g} gate)"}
+    return out

@@ -1,0 +1,31 @@
+"""Which file for which use (edgedepth.release.recommend): decided from the manifest entries' own measurements."""
+
+from edgedepth.release.recommend import recommend
+
+
+def _entry(precision, mb, *, gpu=True, rel=None, cpu_ms=None, size="518x686", h200=None):
+    lat = [{"backend": "cpu", "median_ms": cpu_ms, "threads": 2, "cpu": "test CPU",
+            **({"h200_gpu_fp32_median_ms": h200} if h200 else {})}] if cpu_ms else []
+    return {"format": "tflite", "path": f"m_{size}_{precision}.tflite", "precision": precision, "size": size,
+            "bytes": int(mb * 1e6), "gpu_fully_delegated": gpu, "latency": lat,
+            "parity": [{"pooled_rel_l2": rel}] if rel is not None else []}
+
+
+def test_measured_release():
+    entries = [_entry("fp32", 99.7, rel=1e-6, cpu_ms=1100, h200=15.3), _entry("fp16", 51.6, rel=3e-4, cpu_ms=1400,
+               h200=15.2), _entry("int8", 27.9, rel=2e-2, cpu_ms=1050), _entry("int8", 27.0, size="518x518", rel=2e-2,
+               cpu_ms=900)]
+    r = recommend(entries, "518x686", 0.1)
+    assert r["webgpu"]["path"].endswith("518x686_fp16.tflite") and "52% of the FP32 download" in r["webgpu"]["why"]
+    assert "H200 WebGPU 15.2 ms" in r["webgpu"]["why"]
+    assert r["cpu"]["path"].endswith("518x686_int8.tflite") and r["wasm"] == r["cpu"]   # other sizes never chosen
+    assert r["smallest"]["path"].endswith("518x686_int8.tflite")
+
+
+def test_unmeasured_or_failing_files_are_not_recommended():
+    entries = [_entry("fp32", 99.7), _entry("fp16", 51.6, gpu=False), _entry("int8", 27.9, rel=0.5, cpu_ms=500)]
+    r = recommend(entries, "518x686", 0.1)
+    assert r["webgpu"]["path"].endswith("_fp32.tflite")          # fp16 did not compile fully on the GPU
+    assert r["cpu"]["path"].endswith("_fp32.tflite") and "no CPU latency" in r["cpu"]["why"]  # int8 fails the gate
+    assert "smallest" not in r
+    assert recommend(entries, "224x224", 0.1) == {}
