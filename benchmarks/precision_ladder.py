@@ -42,7 +42,8 @@ import numpy as np  # noqa: E402
 H, W = 518, 686
 RESULT = os.path.join(ROOT, "benchmarks", "results", "precision_ladder.json")
 TWINS = os.path.join(ROOT, ".dev", "ladder_twins")
-SLOW = {"a16w8": 11}    # rows on reference kernels: parity images
+SLOW = {"a16w8": 11}
+GPU_KEYS = ("fully_delegated", "error", "adapter", "gpu_ops", "cpu_ops", "validation_errors", "validation_error")    # rows on reference kernels: parity images
 
 
 def _int4_all4():
@@ -126,9 +127,10 @@ def cpu(d: str, n_images: int, rounds: int, warmup: int, iters: int, threads: in
         rows[p] = {"file": art.name, "bytes": art.info["bytes"], "sha256": art.sha256, "ops": art.info["ops"],
                    "op_histogram": art.info["op_histogram"], "weights": art.info["weights"],
                    "summary": (LADDER.get(p) or _extras()[p]).summary, "shipped": p in LADDER,
-                   "gpu_swiftshader": {k: g[k] for k in ("fully_delegated", "error", "adapter", "gpu_ops", "cpu_ops")}}
+                   "gpu_swiftshader": {k: g[k] for k in GPU_KEYS}}
         print(f"{p}: {art.info['bytes'] / 1e6:.2f} MB, {art.info['ops']} ops, SwiftShader "
-              f"{'fully delegated' if g['fully_delegated'] else g['error']}", flush=True)
+              f"{'fully delegated' if g['fully_delegated'] else g['error']}, {g['validation_errors']} validation errors",
+              flush=True)
     for p, art in arts.items():
         some = image_set(limit=SLOW[p]) if p in SLOW else items
         res = validate([art], ["cpu"], module, some, threads=threads)[0]
@@ -191,22 +193,24 @@ def device(twins_dir: str, out: str, rounds: int, warmup: int, iters: int) -> No
     index = json.load(open(os.path.join(twins_dir, "index.json")))
     work = "/tmp/ladder"
     os.makedirs(work, exist_ok=True)
-    rows, runnable = {}, {}
-    x = np.random.default_rng(0).standard_normal((1, 3, H, W)).astype(np.float32)
+    rows, runnable, x = {}, {}, None
     for p, v in index.items():
         raw = os.path.join(work, p + ".raw.tflite")
         with gzip.open(os.path.join(twins_dir, v["twin"]), "rb") as src, open(raw, "wb") as dst:
             shutil.copyfileobj(src, dst)
         path = os.path.join(work, v["file"])
         (transport.fill_float if v["kind"] == "float" else transport.fill_int8)(raw, path, seed=0)
+        if x is None:
+            shape = tflite.describe(path)["inputs"][0]["shape"]
+            x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
         g = tflite.gpu_check(path, x=x)
         y_cpu = LiteRTRunner(path, "cpu", threads=2).run(x)
-        row = {k: g[k] for k in ("fully_delegated", "error", "adapter", "gpu_ops", "cpu_ops")}
+        row = {k: g[k] for k in GPU_KEYS}
         if g.get("output") is not None:
             row["gpu_vs_cpu_rel_l2"] = float(np.linalg.norm(g["output"] - y_cpu) / np.linalg.norm(y_cpu))
         rows[p] = row
         print(p, row, flush=True)
-        if g["fully_delegated"]:
+        if g["fully_delegated"] and not g["validation_errors"]:   # an invalid WebGPU pipeline times nothing
             runnable[p] = path
     variants = {}
     for p, path in runnable.items():

@@ -146,6 +146,7 @@ def describe(path: str) -> dict:
 _RE_SPLIT = re.compile(r"(\d+) operations will run on the GPU, and the remaining (\d+) operations will run on the CPU")
 _RE_UNSUPPORTED = re.compile(r"^([A-Z0-9_]+): (.*not supported.*)$")
 _RE_ADAPTER = re.compile(r"Selected adapter: (.*)")
+_RE_VALIDATION = re.compile(r"Validation error: (.*)")
 _RE_ERROR = re.compile(r"(Failed to create [^:]*: )?((INVALID_ARGUMENT|UNIMPLEMENTED|INTERNAL|UNKNOWN): [^\n;]*)")
 
 
@@ -156,7 +157,9 @@ def gpu_check(path: str, timeout: float = 600.0, x: np.ndarray | None = None, en
     whose Vulkan driver choice nothing else in this process could have made first.
 
     Keys: fully_delegated (bool), gpu_ops / cpu_ops (int or None), unsupported ({op: reason}), adapter (str or None),
-    error (str or None: the compile error, e.g. LiteRT #9481's "Unable to parse bc coord for BATCH axis").
+    error (str or None: the compile error, e.g. LiteRT #9481's "Unable to parse bc coord for BATCH axis"),
+    validation_errors (int: WebGPU validation errors logged — an invalid pipeline compiles "fully delegated" and then
+    computes garbage; with ``x`` given, compare ``output`` with the CPU's) and validation_error (the first, or None).
     """
     from ..runtimes.vulkan import vulkan_env
 
@@ -203,7 +206,10 @@ def parse_gpu_log(stdout: str, log: str, returncode: int) -> dict:
             parts.append(detail.group(2).strip())
         error = "; ".join(parts) or probe["exception"]
     fully = bool(probe and probe["compiled"] and probe["fully_accelerated"])
+    invalid = _RE_VALIDATION.findall(log)
     return {
+        "validation_errors": len(invalid),
+        "validation_error": invalid[0].strip() if invalid else None,
         "fully_delegated": fully,
         "gpu_ops": int(split.group(1)) if split else None,
         "cpu_ops": int(split.group(2)) if split else (0 if fully else None),

@@ -63,6 +63,9 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
             if g is not None:
                 row["gpu_adapter"] = g["adapter"]
                 row["gpu_fully_delegated"] = g["fully_delegated"]
+                if g.get("validation_errors"):   # compiled "fully delegated", but a pipeline is invalid: garbage out
+                    row["flags"].append(f"{g['validation_errors']} WebGPU validation errors, first: "
+                                        f"{g['validation_error'][:200]}")
             try:
                 runner = art.open_runner(backend=backend, threads=threads)
             except EdgedepthError as e:
