@@ -9,17 +9,14 @@ import json
 import os
 
 from edgedepth.verify.reports import bench_markdown, validate_markdown
+from md_common import R, load
 from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
+from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
 from md_peers import section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary
 
-R = "benchmarks/results"
 OUT = "BENCHMARKS.md"
 P = "depth_anything_v2_small_518x686"
 
-
-def load(name):
-    p = os.path.join(R, name)
-    return json.load(open(p)) if os.path.isfile(p) else None
 
 
 def env_line(env):
@@ -421,6 +418,7 @@ def readme_summary() -> list[str]:
                  f"graph of {'/'.join(map(str, ops))} ops, `benchmarks/h200_run.py`): " + "; ".join(
             f"{n} {s['median_ms']:.1f} ms" for n, s in h["bench"]["variants"].items()) + ".")
     S += gpu_summary()
+    S += ladder_summary()
     S += peer_summary()
     return S
 
@@ -472,6 +470,8 @@ def main():
     section_gpu_reference(L)
     gpu_plot()
     section_gpu_attribution(L)
+    ladder_plot()
+    section_precision_ladder(L)
     section_executorch(L)
     section_peers(L)
     section_onnx_rewrites(L)

@@ -6,14 +6,11 @@ from __future__ import annotations
 import json
 import os
 
-R = "benchmarks/results"
+from md_common import R, load
+
 PLOT = "docs/gpu_attribution.png"
 MODES = (("gpu", "FP32 enforced"), ("gpu-fp16", "default precision (FP16)"))
 
-
-def _load(name):
-    p = os.path.join(R, name)
-    return json.load(open(p)) if os.path.isfile(p) else None
 
 
 def _t(a, key, mode):
@@ -62,7 +59,7 @@ def _fmt(v, f="{:.2f}"):
 
 
 def section_gpu_attribution(L):
-    a = _load("gpu_attribution.json")
+    a = load("gpu_attribution.json")
     if not a:
         return
     env, idx, m = a["environment"], a["index"], a["bench"]["method"]
@@ -119,7 +116,7 @@ def _reading(a) -> list[str]:
            f"({2 * layers * ln:.2f} ms for 24) and GELU ({layers * gelu:.2f} ms) cost almost nothing: the delegate "
            "links elementwise ops into the neighbouring kernel, so op count is not dispatch count. FP16 compute "
            "shortens the matmul pieces by 10–35 % and not the floor."]
-    g = _load("gpu_reference.json")
+    g = load("gpu_reference.json")
     ref = ((g or {}).get("sizes") or {}).get("518x686", {})
     e = ref.get("variants", {}).get("eager-fp32", {}).get("median_ms")
     if e:
@@ -164,7 +161,7 @@ def _formulations(L, a):
         ops = (reps[str(ks[-1])]["ops"] - reps[str(ks[0])]["ops"]) / (ks[-1] - ks[0])
         L.append(f"| {label} | {ops:.0f} | {_fmt(per_copy(a, piece, 'gpu')[0], '{:.3f}')} | "
                  f"{_fmt(per_copy(a, piece, 'gpu-fp16')[0], '{:.3f}')} |")
-    v = _load("gpu_attribution_vt.json")      # a later, separate run (`run --only ...`): its rows compare only with
+    v = load("gpu_attribution_vt.json")      # a later, separate run (`run --only ...`): its rows compare only with
     if v and "attention_core_rank4_vt" in v["index"]["pieces"]:   # each other
         for piece, label in (("attention_core_rank4", "separate run: rank-4 core as shipped"),
                              ("attention_core_rank4_vt", "separate run: rank-4 core, attn @ v as (vᵀ attnᵀ)ᵀ")):
@@ -205,7 +202,7 @@ def _label(name: str) -> str:
 
 
 def _cpu_side(L):
-    c = _load("gpu_rewrites_cpu.json")
+    c = load("gpu_rewrites_cpu.json")
     if not c:
         return
     m, env = c["bench"]["method"], c["environment"]
@@ -225,7 +222,7 @@ def _cpu_side(L):
 
 def plot(path=PLOT):
     """Horizontal bars: FP32 ms each piece costs in the whole model, next to the whole file's time."""
-    a = _load("gpu_attribution.json")
+    a = load("gpu_attribution.json")
     if not a:
         return
     import matplotlib
@@ -252,7 +249,7 @@ def plot(path=PLOT):
 
 def summary_lines() -> list[str]:
     """README headline: the shipped file on the H200 vs PyTorch CUDA, and what the GPU rewrite bought."""
-    a, g = _load("gpu_attribution.json"), _load("gpu_reference.json")
+    a, g = load("gpu_attribution.json"), load("gpu_reference.json")
     b = (a or {}).get("bench_models")
     if not b:
         return []

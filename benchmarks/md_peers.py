@@ -7,12 +7,9 @@ import glob
 import json
 import os
 
-R = "benchmarks/results"
+from md_common import R, load
 
 
-def _load(name):
-    p = os.path.join(R, name)
-    return json.load(open(p)) if os.path.isfile(p) else None
 
 
 def _peer_reports() -> list[dict]:
@@ -26,7 +23,7 @@ def _where(rep: dict) -> str:
 
 
 def section_onnx_rewrites(L):
-    a = _load("onnx_rewrites.json")
+    a = load("onnx_rewrites.json")
     if not a:
         return
     m = a["method"]
@@ -121,9 +118,9 @@ def which_file_rows() -> list[str]:
             out.append(f"| x86 CPU: {_where(rep)} | {p.upper()} | {r['label']} | {g['ours_ms']:.0f} ms | "
                        f"{rows[g['fastest_peer']]['label']} {g['peer_ms']:.0f} ms | **{g['ours_over_peer']:.2f}** | "
                        f"{to_lim} |")
-    gpu = _load("gpu_reference.json")
-    h = _load("h200.json")
-    att = (_load("gpu_attribution.json") or {}).get("bench_models")
+    gpu = load("gpu_reference.json")
+    h = load("h200.json")
+    att = (load("gpu_attribution.json") or {}).get("bench_models")
     if gpu and ((h and h.get("bench")) or att):
         try:
             if att and "model_shipped [gpu]" in att["variants"]:     # the current shipped graph (issue 15)
@@ -142,7 +139,7 @@ def which_file_rows() -> list[str]:
                            f"{best[0]:.2f} ms) |")
         except (KeyError, TypeError):
             pass
-    pl = _load("playground_latency.json")
+    pl = load("playground_latency.json")
     if pl:
         for n, r in pl.get("files", {}).items():
             if n.endswith("_fp32.tflite"):

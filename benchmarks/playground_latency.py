@@ -36,8 +36,24 @@ with sync_playwright() as p:
         rel = float(np.linalg.norm(y_js - y_py) / np.linalg.norm(y_py))
         res[e['path']] = {"litertjs_wasm_median_ms": statistics.median(js), "litertjs_p25_p75": [float(np.percentile(js,25)), float(np.percentile(js,75))],
                           "ai_edge_litert_cpu_median_ms": statistics.median(py), "py_p25_p75": [float(np.percentile(py,25)), float(np.percentile(py,75))],
-                          "n_js": len(js), "n_py": len(py), "rel_l2": rel, "runtime": rt}
+                          "n_js": len(js), "n_py": len(py), "rel_l2": rel, "runtime": rt,
+                          "sha256": e['sha256'], "precision": e['precision'], "size": e.get('size')}
         print(e['path'], json.dumps(res[e['path']]), flush=True)
         r.close(); pg.close()
     b.close()
 srv.shutdown()
+
+# merge into the committed record (entries keyed by file name; rows with sha256 reach the release's manifest/card)
+from edgedepth.verify.bench import environment
+out = os.path.join(os.path.dirname(__file__), 'results', 'playground_latency.json')
+rec = json.load(open(out)) if os.path.exists(out) else {"kind": "edgedepth.playground_latency", "files": {}}
+rec["files"].update(res)
+rec["method_counts"] = {"rounds": rounds, "warmup": warm, "iters": iters}
+rec["cpu"] = environment(2).get("cpu")
+rec["method"] = ("headless Debian chromium, LiteRT.js threaded wasm (2 threads, cross-origin isolated) vs ai_edge_litert "
+                 f"CPU 2 threads, same .tflite, same preprocessed input; interleaved rounds {rounds} x ({warm} warm-up + "
+                 f"{iters} timed); call = write input + run + read output")
+with open(out + '.tmp', 'w') as f:
+    json.dump(rec, f, indent=1)
+os.replace(out + '.tmp', out)
+print('wrote', out)

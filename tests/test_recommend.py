@@ -3,22 +3,24 @@
 from edgedepth.release.recommend import recommend
 
 
-def _entry(precision, mb, *, gpu=True, rel=None, cpu_ms=None, size="518x686", h200=None):
+def _entry(precision, mb, *, gpu=True, rel=None, cpu_ms=None, size="518x686", h200=None, wasm_ms=None):
     lat = [{"backend": "cpu", "median_ms": cpu_ms, "threads": 2, "cpu": "test CPU",
             **({"h200_gpu_fp32_median_ms": h200} if h200 else {})}] if cpu_ms else []
+    lat += [{"backend": "litertjs-wasm", "median_ms": wasm_ms, "threads": 2, "cpu": "test CPU"}] if wasm_ms else []
     return {"format": "tflite", "path": f"m_{size}_{precision}.tflite", "precision": precision, "size": size,
             "bytes": int(mb * 1e6), "gpu_fully_delegated": gpu, "latency": lat,
             "parity": [{"pooled_rel_l2": rel}] if rel is not None else []}
 
 
 def test_measured_release():
-    entries = [_entry("fp32", 99.7, rel=1e-6, cpu_ms=1100, h200=15.3), _entry("fp16", 51.6, rel=3e-4, cpu_ms=1400,
-               h200=15.2), _entry("int8", 27.9, rel=2e-2, cpu_ms=1050), _entry("int8", 27.0, size="518x518", rel=2e-2,
-               cpu_ms=900)]
+    entries = [_entry("fp32", 99.7, rel=1e-6, cpu_ms=1100, h200=15.3, wasm_ms=6000),
+               _entry("fp16", 51.6, rel=3e-4, cpu_ms=1400, h200=15.2, wasm_ms=6500),
+               _entry("int8", 27.9, rel=2e-2, cpu_ms=1050), _entry("int8", 27.0, size="518x518", rel=2e-2, cpu_ms=900)]
     r = recommend(entries, "518x686", 0.1)
     assert r["webgpu"]["path"].endswith("518x686_fp16.tflite") and "52% of the FP32 download" in r["webgpu"]["why"]
     assert "H200 WebGPU 15.2 ms" in r["webgpu"]["why"]
-    assert r["cpu"]["path"].endswith("518x686_int8.tflite") and r["wasm"] == r["cpu"]   # other sizes never chosen
+    assert r["cpu"]["path"].endswith("518x686_int8.tflite")          # other sizes are never chosen
+    assert r["wasm"]["path"].endswith("518x686_fp32.tflite") and "fp16 6500 ms" in r["wasm"]["why"]  # browser numbers
     assert r["smallest"]["path"].endswith("518x686_int8.tflite")
 
 

@@ -46,19 +46,31 @@ def _buffer_bytes(b, data: bytes) -> bytes | None:
     return data[b.offset:b.offset + b.size] if b.offset else None
 
 
+def _inline(model, data: bytes) -> None:
+    """Re-packing writes inline buffers only: pull the offset/size ones in."""
+    for b in model.buffers:
+        if b.offset and b.data is None:
+            b.data = np.frombuffer(_buffer_bytes(b, data), np.uint8)
+        b.offset = b.size = 0
+
+
 def _name(t) -> str:
     return t.name.decode() if isinstance(t.name, bytes) else t.name
 
 
 def strip(fp32_path: str, out_path: str, min_bytes: int = 4096) -> int:
-    """Empty every FLOAT32 / FLOAT16 buffer of at least ``min_bytes``; returns how many were emptied."""
+    """Empty every FLOAT32 / FLOAT16 buffer of at least ``min_bytes``; returns how many were emptied.  Buffers stored
+    after the flatbuffer (offset/size, as ai-edge-quantizer writes them) are handled like inline ones."""
     S, model = _load(fp32_path)
+    data = open(fp32_path, "rb").read()
     names = []
     for t in model.subgraphs[0].tensors:
         buf = model.buffers[t.buffer]
-        if t.type in (S.TensorType.FLOAT32, S.TensorType.FLOAT16) and buf.data is not None and len(buf.data) >= min_bytes:
-            buf.data = None
+        raw = _buffer_bytes(buf, data)
+        if t.type in (S.TensorType.FLOAT32, S.TensorType.FLOAT16) and raw is not None and len(raw) >= min_bytes:
+            buf.data, buf.offset, buf.size = None, 0, 0
             names.append(_name(t))
+    _inline(model, data)
     # the list of emptied tensors travels inside the file, as a metadata entry
     note = S.BufferT()
     note.data = np.frombuffer(json.dumps(names).encode(), np.uint8)
@@ -154,10 +166,7 @@ def _rewrite_int8(path: str, out_path: str, values) -> int:
         raw = _buffer_bytes(b, data) if t.type in (S.TensorType.INT8, S.TensorType.INT4) else None
         if raw is not None:
             targets.append((b, len(raw)))
-    for b in model.buffers:          # re-packing writes inline buffers only: pull offset/size ones in
-        if b.offset and b.data is None:
-            b.data = np.frombuffer(_buffer_bytes(b, data), np.uint8)
-        b.offset = b.size = 0
+    _inline(model, data)
     for b, n in targets:
         b.data = values(n)
     _save(model, out_path)

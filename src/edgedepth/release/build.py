@@ -100,6 +100,16 @@ def _latency_rows(paths: list[str]) -> dict[str, list[dict]]:
         if rep.get("kind") == "edgedepth.precision_ladder":
             yield from _ladder_rows(rep, p, "latency")
             return
+        if rep.get("kind") == "edgedepth.playground_latency":   # LiteRT.js wasm in headless chromium
+            for f in rep["files"].values():
+                if f.get("sha256"):
+                    lo, hi = f["litertjs_p25_p75"]
+                    yield f["sha256"], {
+                        "backend": "litertjs-wasm", "median_ms": round(f["litertjs_wasm_median_ms"], 1),
+                        "p25_ms": round(lo, 1), "p75_ms": round(hi, 1), "threads": f["runtime"].get("threads"),
+                        "cpu": rep.get("cpu"), "gpu_adapter": None, "method": rep["method_counts"],
+                        "source": os.path.basename(p)}
+            return
         for v in rep.get("variants", {}).values():
             if v.get("sha256"):
                 yield v["sha256"], {

@@ -4,8 +4,10 @@
 
 - ``webgpu`` (GPU / browser): the smallest float-compute .tflite that compiled fully on the GPU: the fp16-weight file when
   present (the GPU delegate reads fp16 constants natively; H200 median quoted when measured), else FP32.
-- ``cpu`` (and ``wasm``): the .tflite with the lowest embedded CPU median among files within the quantised parity
-  gate; FP32 when nothing was measured for these exact bytes.
+- ``cpu``: the .tflite with the lowest embedded CPU median among files within the quantised parity gate; FP32 when
+  nothing was measured for these exact bytes.
+- ``wasm`` (the browser without WebGPU): the same rule over LiteRT.js wasm medians (benchmarks/playground_latency.py);
+  FP32 when none were measured (a native-CPU number says nothing about the browser).
 - ``smallest``: the smallest .tflite whose embedded parity is within the gate (unmeasured files do not qualify).
 
 The playground reads ``webgpu`` / ``wasm`` to pick its default file; the model card prints all of them.
@@ -21,9 +23,21 @@ def _parity(f: dict) -> float | None:
     return rows[0].get("pooled_rel_l2") if rows else None
 
 
-def _cpu_ms(f: dict) -> float | None:
-    rows = [r for r in (f.get("latency") or []) if r.get("backend") == "cpu" and r.get("median_ms")]
+def _ms(f: dict, backend: str = "cpu") -> float | None:
+    rows = [r for r in (f.get("latency") or []) if r.get("backend") == backend and r.get("median_ms")]
     return min(r["median_ms"] for r in rows) if rows else None
+
+
+def _fastest(ok: list[dict], fp32: dict, backend: str, where: str, label: str) -> dict:
+    timed = [f for f in ok if _ms(f, backend) is not None]
+    if not timed:
+        return {"path": fp32["path"], "why": f"FP32: no {label} latency measured for these exact files"}
+    f = min(timed, key=lambda f: _ms(f, backend))
+    row = next(r for r in f["latency"] if r.get("backend") == backend)
+    others = ", ".join(f"{g['precision']} {_ms(g, backend):.0f} ms" for g in timed if g is not f)
+    return {"path": f["path"], "why": f"fastest measured {where} ({_ms(f, backend):.0f} ms at {row.get('threads')} "
+                                      f"threads, {row.get('cpu')}" + (f"; {others}" if others else "") + "), "
+                                      f"pooled rel-L2 {_parity(f):.1e}"}
 
 
 def recommend(entries: list[dict], size: str, gate: float) -> dict:
@@ -44,15 +58,8 @@ def recommend(entries: list[dict], size: str, gate: float) -> dict:
             why += f"; H200 WebGPU {h200[0]:.1f} ms"
         out["webgpu"] = {"path": f["path"], "why": why}
     ok = [f for f in files if (_parity(f) is not None and _parity(f) <= gate)]
-    timed = [f for f in ok if _cpu_ms(f) is not None]
-    if timed:
-        f = min(timed, key=_cpu_ms)
-        out["cpu"] = {"path": f["path"], "why": f"fastest measured on the CPU ({_cpu_ms(f):.0f} ms at "
-                                                f"{f['latency'][0].get('threads')} threads, {f['latency'][0].get('cpu')}), "
-                                                f"pooled rel-L2 {_parity(f):.1e}"}
-    else:
-        out["cpu"] = {"path": fp32["path"], "why": "FP32: no CPU latency measured for these exact files"}
-    out["wasm"] = dict(out["cpu"])
+    out["cpu"] = _fastest(ok, fp32, "cpu", "on the CPU", "CPU")
+    out["wasm"] = _fastest(ok, fp32, "litertjs-wasm", "in LiteRT.js wasm", "LiteRT.js wasm")
     if ok:
         f = min(ok, key=lambda f: f["bytes"])
         out["smallest"] = {"path": f["path"], "why": f"{f['bytes'] / 1e6:.1f} MB, pooled rel-L2 {_parity(f):.1e} "
