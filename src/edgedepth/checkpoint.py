@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from .errors import EdgedepthError
+from .family import MEMBERS, SYNTHETIC, Member, member_of_config, member_of_hub_id
 from .fsutil import sha256_file
 from .variants import register_variant, split_variant  # noqa: F401  (register_variant: re-exported for callers)
 
@@ -34,13 +35,8 @@ SYNTHETIC_WARNING = (
     "use --model HF_ID@REV or a local HF folder for real depth"
 )
 
-# Architecture of Depth-Anything-V2-Small-hf @ 5426e4f0 (see shared NOTES); tiny keeps the structure at small widths.
-_ARCH = {
-    "synthetic": dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, fusion_hidden_size=64,
-                      neck_hidden_sizes=[48, 96, 192, 384], head_hidden_size=32),
-    "synthetic-tiny": dict(hidden_size=32, num_hidden_layers=4, num_attention_heads=2, fusion_hidden_size=16,
-                           neck_hidden_sizes=[8, 16, 24, 32], head_hidden_size=8),
-}
+# Synthetic names -> (family member, architecture): edgedepth.family (Small @ 5426e4f0 and its relatives).
+_ARCH = SYNTHETIC
 
 
 @dataclasses.dataclass
@@ -58,6 +54,17 @@ class Checkpoint:
     def is_synthetic(self) -> bool:
         return self.source == "synthetic"
 
+    @property
+    def member(self) -> Member | None:
+        """The Depth Anything V2 family member this is (or stands in for); None for an unknown architecture."""
+        if self.source == "synthetic":
+            return MEMBERS[SYNTHETIC[self.name][0]]
+        return (member_of_hub_id(self.name) if self.source == "hf" else None) or member_of_config(self.model.config)
+
+    @property
+    def is_metric(self) -> bool:
+        return getattr(self.model.config, "depth_estimation_type", "relative") == "metric"
+
     def provenance(self) -> dict:
         d = {"source": self.source, "name": self.name}
         if self.revision:
@@ -70,21 +77,22 @@ class Checkpoint:
 
 
 def synthetic_config(kind: str = "synthetic"):
-    """DepthAnythingConfig for the synthetic architectures (full size mirrors the pinned checkpoint's config)."""
+    """DepthAnythingConfig of a synthetic name: its family member's architecture and head (edgedepth.family)."""
     from transformers import DepthAnythingConfig, Dinov2Config
 
-    a = _ARCH[kind]
-    n = a["num_hidden_layers"]
-    stages = [f"stage{i}" for i in (n // 4, n // 2, 3 * n // 4, n)]
+    member_name, a = _ARCH[kind]
+    member = MEMBERS[member_name]
     backbone = Dinov2Config(
-        hidden_size=a["hidden_size"], num_hidden_layers=n, num_attention_heads=a["num_attention_heads"],
-        mlp_ratio=4, patch_size=14, image_size=518, out_features=stages, reshape_hidden_states=False,
-        apply_layernorm=True, layerscale_value=1.0,
+        hidden_size=a.hidden_size, num_hidden_layers=a.num_hidden_layers, num_attention_heads=a.num_attention_heads,
+        mlp_ratio=4, patch_size=14, image_size=518, out_features=[f"stage{i}" for i in a.out_indices],
+        reshape_hidden_states=False, apply_layernorm=True, layerscale_value=1.0,
     )
+    metric = dict(depth_estimation_type="metric", max_depth=member.max_depth) if member.is_metric else \
+        dict(depth_estimation_type="relative")
     return DepthAnythingConfig(
-        backbone_config=backbone, fusion_hidden_size=a["fusion_hidden_size"], neck_hidden_sizes=a["neck_hidden_sizes"],
-        reassemble_factors=[4, 2, 1, 0.5], reassemble_hidden_size=a["hidden_size"],
-        head_hidden_size=a["head_hidden_size"], depth_estimation_type="relative",
+        backbone_config=backbone, fusion_hidden_size=a.fusion_hidden_size, neck_hidden_sizes=list(a.neck_hidden_sizes),
+        reassemble_factors=[4, 2, 1, 0.5], reassemble_hidden_size=a.hidden_size,
+        head_hidden_size=a.head_hidden_size, **metric,
     )
 
 
@@ -152,7 +160,12 @@ def _realistic_init(model: nn.Module, seed: int) -> None:
     std = _on_grid(max(float(z.std()), 1e-12))
     q05 = _on_grid(float(torch.quantile(z / std, 0.05)))
     head.conv3.weight.copy_((head.conv3.weight.double() / std).float())       # one IEEE division, one rounding
-    head.conv3.bias.copy_(torch.full_like(head.conv3.bias, 0.25 - q05))
+    if getattr(model.config, "depth_estimation_type", "relative") == "metric":
+        # metric head: sigmoid(conv3) x max_depth; centre the logits at -1 (about a quarter of max_depth), unit spread
+        q50 = _on_grid(float(torch.quantile(z / std, 0.5)))
+        head.conv3.bias.copy_(torch.full_like(head.conv3.bias, -1.0 - q50))
+    else:
+        head.conv3.bias.copy_(torch.full_like(head.conv3.bias, 0.25 - q05))
 
 
 CALIBRATION_PHOTOS = 8
@@ -190,11 +203,29 @@ def load_synthetic(kind: str = "synthetic", seed: int = SYNTHETIC_SEED) -> Check
     return Checkpoint(model=model, source="synthetic", name=kind, seed=seed)
 
 
+def _check_model_type(folder: str) -> None:
+    """A checkpoint folder of another architecture is a one-line error, not a half-initialised model."""
+    import json
+
+    try:
+        model_type = json.load(open(os.path.join(folder, "config.json"))).get("model_type")
+    except (OSError, ValueError) as e:
+        raise EdgedepthError(f"{folder!r}: config.json is unreadable ({type(e).__name__})", option="model") from None
+    if model_type != "depth_anything":
+        raise EdgedepthError(f"{folder!r} holds a {model_type!r} checkpoint, not Depth Anything "
+                             "(config.json model_type must be 'depth_anything')", option="model")
+
+
 def _load_pretrained(path_or_id: str, revision: str | None, source: str) -> Checkpoint:
     from transformers import DepthAnythingForDepthEstimation
 
+    if source == "local":
+        _check_model_type(path_or_id)
     try:
         model = DepthAnythingForDepthEstimation.from_pretrained(path_or_id, revision=revision).eval()
+    except (ValueError, KeyError, TypeError) as e:     # a cached hub checkpoint of another architecture
+        raise EdgedepthError(f"{path_or_id}: not a Depth Anything checkpoint ({str(e).splitlines()[0][:200]})",
+                             option="model") from None
     except OSError as e:
         if source == "local":
             raise EdgedepthError(f"cannot load a checkpoint from folder {path_or_id!r}: {str(e).splitlines()[0]}") from e
@@ -239,7 +270,7 @@ def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False) -> Checkp
     hf_id, _, rev = spec.partition("@")
     if hf_id.count("/") != 1:
         raise EdgedepthError(
-            f"model {spec!r}: not a folder, not 'synthetic'/'synthetic-tiny', and not a hub id of the form "
+            f"model {spec!r}: not a folder, not a synthetic name ({', '.join(_ARCH)}), and not a hub id of the form "
             "OWNER/NAME[@REV]", option="model")
     return _load_pretrained(hf_id, rev or None, "hf")
 

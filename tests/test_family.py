@@ -1,0 +1,77 @@
+"""The Depth Anything V2 family (edgedepth.family): every member's tiny stand-in goes through the same rewrites,
+export and checks as Small; metric members output metres; licences and bad input."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from edgedepth import formats
+from edgedepth.checkpoint import load_checkpoint
+from edgedepth.family import CC_BY_NC, MEMBERS, SYNTHETIC, member_of_config, member_of_hub_id
+from edgedepth.formats import tflite
+from edgedepth.rewrites import prepare
+from edgedepth.runtimes.litert import LiteRTRunner
+from test_cli_errors import assert_one_line_error
+from conftest import TINY_SIZE, assert_within_fp32_noise, float64_reference, rel_l2, run_cli, torch_fp32
+
+TINY_MEMBERS = ("synthetic-tiny-metric-indoor", "synthetic-tiny-metric-outdoor", "synthetic-tiny-large")
+
+
+@pytest.fixture(scope="module", params=TINY_MEMBERS)
+def member(request, tmp_path_factory, tiny_input):
+    ckpt = load_checkpoint(request.param, quiet=True)
+    out = tmp_path_factory.mktemp(request.param)
+    files = {f.precision: f.path for f in formats.export(ckpt.model, *TINY_SIZE, str(out), precisions=("fp32", "int8"))}
+    return {"name": request.param, "ckpt": ckpt, "files": files, "fp32": torch_fp32(ckpt.model, tiny_input),
+            "fp64": float64_reference(ckpt.model, tiny_input)}
+
+
+def test_rewrites_stay_within_fp32_noise(member, tiny_input):
+    module, report = prepare(member["ckpt"].model, *TINY_SIZE)
+    assert {r["name"] for r in report if r["changed"]} >= {"fuse_qkv", "rank4_attention", "freeze_position_embedding"}
+    assert_within_fp32_noise(torch_fp32(module, tiny_input), member["fp64"], member["fp32"],
+                             what=f"{member['name']}: rewritten PyTorch module")
+
+
+def test_litert_fp32_and_int8(member, tiny_input):
+    y = LiteRTRunner(member["files"]["fp32"], "cpu", threads=2).run(tiny_input)
+    assert_within_fp32_noise(y, member["fp64"], member["fp32"], what=f"{member['name']}: LiteRT FP32")
+    err = rel_l2(LiteRTRunner(member["files"]["int8"], "cpu", threads=2).run(tiny_input), member["fp32"])
+    assert 0 < err < 0.1     # INT8 weight quantisation error (a constant: far above FP32 noise), as for Small
+
+
+def test_metric_members_output_metres(member):
+    m = member["ckpt"].member
+    y = member["fp32"]
+    if m.is_metric:
+        assert 0 < y.min() and y.max() < m.max_depth and member["ckpt"].is_metric   # sigmoid x max_depth
+        assert "metres" in m.output_semantics and f"{m.max_depth}" in m.output_semantics
+    else:
+        assert y.min() >= 0 and "relative" in m.output_semantics
+
+
+@pytest.mark.gpu
+def test_gpu_fully_delegated(member):
+    for p, path in member["files"].items():
+        g = tflite.gpu_check(path)
+        assert g["fully_delegated"] and not g["validation_errors"], (member["name"], p, g["error"])
+
+
+def test_family_table():
+    assert {m.license for m in MEMBERS.values() if "small" in m.name} == {"apache-2.0"}
+    assert all(m.license == CC_BY_NC for m in MEMBERS.values() if "base" in m.name or "large" in m.name)
+    assert member_of_hub_id("depth-anything/depth-anything-v2-metric-indoor-small-hf").max_depth == 20
+    for name, (member_name, _arch) in SYNTHETIC.items():
+        if "tiny" not in name:          # full-size stand-ins are recognised from their config alone
+            from edgedepth.checkpoint import synthetic_config
+
+            assert member_of_config(synthetic_config(name)).name == member_name
+
+
+def test_not_a_depth_anything_folder(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    r = run_cli("export", "--model", tmp_path, "--size", "56x70", "--out", tmp_path / "out", "--quiet")
+    assert_one_line_error(r, "'bert' checkpoint, not Depth Anything")
+    assert not os.path.exists(tmp_path / "out") or os.listdir(tmp_path / "out") == []
