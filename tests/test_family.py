@@ -75,3 +75,19 @@ def test_not_a_depth_anything_folder(tmp_path):
     r = run_cli("export", "--model", tmp_path, "--size", "56x70", "--out", tmp_path / "out", "--quiet")
     assert_one_line_error(r, "'bert' checkpoint, not Depth Anything")
     assert not os.path.exists(tmp_path / "out") or os.listdir(tmp_path / "out") == []
+
+
+def test_large_release_carries_cc_by_nc(tmp_path):
+    """A Large (CC BY-NC 4.0) release says so in the card's front matter, the card, LICENSE, NOTICE and the manifest,
+    and the CLI prints it while building."""
+    out = tmp_path / "rel"
+    r = run_cli("release", "--out", out, "--model", "synthetic-tiny-large", "--sizes", "28x42", "--parity-images", "0",
+                "--no-gpu-check")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "licence of large: cc-by-nc-4.0" in r.stderr
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["model"]["license"] == "cc-by-nc-4.0" and m["model"]["family_member"] == "large"
+    card = (out / "README.md").read_text()
+    assert "\nlicense: cc-by-nc-4.0\n" in card and "non-commercial use only" in card
+    assert (out / "LICENSE").read_text().startswith("Creative Commons Attribution-NonCommercial 4.0")
+    assert "CC BY-NC 4.0" in (out / "NOTICE").read_text()

@@ -74,7 +74,15 @@ def test_release_contents(two_builds):
     assert {(f["backend"], f["size"]) for f in ptes} == {("xnnpack", "224x224"), ("webgpu", "224x224")}
     assert all(f["delegation"]["fully_delegated"] for f in ptes if f["backend"] == "webgpu")
     tfl = [f for f in m["files"] if f.get("format") == "tflite"]
-    assert {f["precision"] for f in tfl} == {"fp32", "int8"}
+    assert {f["precision"] for f in tfl} == {"fp32", "fp16", "int8"}
+    assert m["model"] == {"family_member": "small", "hub_id": "depth-anything/Depth-Anything-V2-Small-hf",
+                          "kind": "relative", "max_depth_m": None, "license": "apache-2.0",
+                          "output_semantics": "relative inverse depth, larger = closer"}
+    # which file for which use: fp16 for the GPU (fully delegated, smaller); FP32 for CPU and wasm (nothing measured)
+    rec = {k: v["path"] for k, v in m["recommended"].items()}
+    assert rec == {"webgpu": "depth_anything_v2_small_28x42_fp16.tflite", "cpu": "depth_anything_v2_small_28x42_fp32.tflite",
+                   "wasm": "depth_anything_v2_small_28x42_fp32.tflite"}
+    assert "## Which file to use" in (folder / "README.md").read_text()
     for f in tfl:
         assert len(f["sha256"]) == 64 and f["bytes"] > 0 and f["ops"] > 0
         assert f["input"]["shape"] == [1, 3, 28, 42] and f["output"]["semantics"].startswith("relative inverse depth")

@@ -179,6 +179,10 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
     try:
         step(f"load {model_spec}")
         ckpt = load_checkpoint(model_spec)
+        model_info = _model_info(ckpt)
+        if model_info["license"] != "apache-2.0":
+            step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
+        io = lambda h, w, *names: mf.io_contract(h, w, *names, semantics=model_info["output_semantics"])  # noqa: E731
         reference = DepthModule(ckpt.model)
         items = image_set(limit=n_images) if n_images else []
         latency = _latency_rows(recipe.latency_data)
@@ -196,7 +200,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
                 art = formats.open_artifact(path)
                 info = art.info
                 entry = {"format": "tflite", "runtime": "litert", "precision": precision, "size": text,
-                         **mf.io_contract(h, w), "ops": info["ops"], "op_histogram": info["op_histogram"],
+                         **io(h, w), "ops": info["ops"], "op_histogram": info["op_histogram"],
                          "recommended_runtime_options": {
                              "gpu": {"accelerator": "GPU", "enforce_f32": True},
                              "cpu": {"accelerator": "CPU", "num_threads": "number of big cores"}},
@@ -211,13 +215,14 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
                 entries.append(_with_measurements(mf.file_entry(staging, rel, **entry), latency, parity))
         if recipe.executorch:
             entries += [_with_measurements(e, latency, parity)
-                        for e in _executorch_entries(recipe.executorch, ckpt, gate, staging, step)]
+                        for e in _executorch_entries(recipe.executorch, ckpt, gate, staging, step, io)]
         if recipe.onnx_precisions:
             entries += [_with_measurements(e, latency, parity)
-                        for e in _onnx_entries(recipe.onnx_precisions, sizes[0], ckpt, gate, staging, step)]
+                        for e in _onnx_entries(recipe.onnx_precisions, sizes[0], ckpt, gate, staging, step, io)]
         step("manifest, model card, license")
         manifest = {
             "name": recipe.name,
+            "model": model_info,
             "files": entries,
             "recommended": recommend(entries, sizes[0], INT8_GATE_REL_L2),
             "provenance": {
@@ -243,7 +248,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
         from .modelcard import render_model_card
 
         _write_text(os.path.join(staging, "README.md"), render_model_card(mf.load(staging)))
-        _write_text(os.path.join(staging, "LICENSE"), _license_text())
+        _write_text(os.path.join(staging, "LICENSE"), _license_text(model_info["license"]))
         _write_text(os.path.join(staging, "NOTICE"), _notice_text(manifest))
         mf.write(staging, manifest | {"files": entries + _text_entries(staging)})
         _write_text(os.path.join(staging, BUILD_REPORT), json.dumps(gate.summary(), indent=2, sort_keys=True) + "\n")
@@ -296,7 +301,7 @@ def _with_measurements(entry: dict, latency: dict, parity: dict) -> dict:
     return {**entry, "latency": latency.get(entry["sha256"], []), "parity": parity.get(entry["sha256"], [])}
 
 
-def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step) -> list[dict]:
+def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step, io) -> list[dict]:
     """ExecuTorch .pte files per the recipe; XNNPACK files pass the parity gate (the runtime here runs only XNNPACK)."""
     from ..preprocess import parse_size
 
@@ -310,7 +315,7 @@ def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step) -> list[dict
             backend, precision, st = f.backend, f.precision, f.stats
             rel = os.path.basename(f.path)
             entry = {"format": "pte", "runtime": "executorch", "backend": backend, "precision": precision, "size": text,
-                     **mf.io_contract(h, w, "pixel_values", "depth"),
+                     **io(h, w, "pixel_values", "depth"),
                      "delegation": {"subgraphs": st["delegated_subgraphs"], "delegated_nodes": st["delegated_nodes"],
                                     "non_delegated_nodes": st["non_delegated_nodes"],
                                     "fully_delegated": st["fully_delegated"]},
@@ -327,7 +332,7 @@ def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step) -> list[dict
 ONNX_LAYOUT = {"fp32": "onnx/model.onnx", "fp16": "onnx/model_fp16.onnx", "int8": "onnx/model_quantized.onnx"}
 
 
-def _onnx_entries(precisions, text: str, ckpt, gate: _Gate, staging: str, step) -> list[dict]:
+def _onnx_entries(precisions, text: str, ckpt, gate: _Gate, staging: str, step, io) -> list[dict]:
     """ONNX files at one size in the onnx-community / transformers.js layout (``ONNX_LAYOUT``), parity-gated on ONNX
     Runtime (CPU)."""
     from ..formats import onnx as onnxfmt
@@ -344,7 +349,7 @@ def _onnx_entries(precisions, text: str, ckpt, gate: _Gate, staging: str, step) 
         os.replace(f.path, os.path.join(staging, rel))
         info = onnxfmt.describe(os.path.join(staging, rel))
         entry = {"format": "onnx", "runtime": "onnxruntime", "precision": f.precision, "size": text,
-                 **mf.io_contract(h, w, onnxfmt.INPUT_NAME, onnxfmt.OUTPUT_NAME), "opset": info["opset"],
+                 **io(h, w, onnxfmt.INPUT_NAME, onnxfmt.OUTPUT_NAME), "opset": info["opset"],
                  "ops": info["ops"], "op_histogram": info["op_histogram"], "rewrites": f.rewrites,
                  "quantization": {"int8": "onnxruntime quantize_dynamic (int8 weights, uint8 activations per call)",
                                   "fp16": "onnxruntime float16 converter (weights and compute; float32 I/O kept)"}
@@ -369,7 +374,30 @@ def _write_text(path: str, text: str) -> None:
         f.write(text)
 
 
-def _license_text() -> str:
+def _model_info(ckpt) -> dict:
+    """What the files compute and under which licence: the family member (edgedepth.family)."""
+    m = ckpt.member
+    if m is None:
+        raise EdgedepthError(f"{ckpt.name}: not a known Depth Anything V2 architecture, so its licence and output "
+                             "are unknown; release one of edgedepth.family's members")
+    return {"family_member": m.name, "hub_id": m.hub_id, "kind": m.kind, "max_depth_m": m.max_depth,
+            "license": m.license, "output_semantics": m.output_semantics}
+
+
+CC_BY_NC_TEXT = """Creative Commons Attribution-NonCommercial 4.0 International (CC BY-NC 4.0)
+
+The model weights these files are derived from are licensed by their authors under CC BY-NC 4.0:
+https://creativecommons.org/licenses/by-nc/4.0/legalcode
+
+You may share and adapt them for NON-COMMERCIAL purposes only, giving appropriate credit (see the model card's
+citation), providing a link to the licence and indicating if changes were made (see NOTICE).  The full legal code is
+at the address above (edgedepth builds offline and does not bundle it).
+"""
+
+
+def _license_text(license_id: str = "apache-2.0") -> str:
+    if license_id == "cc-by-nc-4.0":
+        return CC_BY_NC_TEXT
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return open(os.path.join(package, "data", "LICENSE-Apache-2.0.txt"), encoding="utf-8").read()
 
@@ -381,9 +409,13 @@ def _notice_text(manifest: dict) -> str:
         f"synthetic weights ({ck['name']}, seed {ck.get('seed')}) — NOT the trained model" if ck["source"] == "synthetic"
         else ck["name"])
     sizes = sorted({s for r in p["rewrites"].values() for s in r})
+    info = manifest.get("model") or {}
+    member = info.get("family_member", "small")
+    licence = ("licensed under the Apache License, Version 2.0" if info.get("license", "apache-2.0") == "apache-2.0"
+               else "licensed under CC BY-NC 4.0 (non-commercial use only)")
     return (
-        "This folder contains files derived from Depth Anything V2 Small\n"
-        f"(base model: {p['base_model']}), licensed under the Apache License, Version 2.0.\n\n"
+        f"This folder contains files derived from Depth Anything V2 {member.replace('-', ' ').title()}\n"
+        f"(base model: {p['base_model']}), {licence}.\n\n"
         f"Weights used: {src}\n\n"
         "Modifications (made by edgedepth, " + p["versions"].get("edgedepth", "?") + "):\n"
         "- converted from PyTorch to LiteRT (.tflite) with litert-torch; INT8 files quantised with ai-edge-quantizer\n"

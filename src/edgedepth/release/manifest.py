@@ -25,11 +25,13 @@ INPUT_NORMALISATION = {"color": "RGB", "scale": "1/255", "mean": list(MEAN), "st
 OUTPUT_SEMANTICS = "relative inverse depth, larger = closer"
 
 
-def io_contract(height: int, width: int, input_name: str = "args_0", output_name: str = "output_0") -> dict:
+def io_contract(height: int, width: int, input_name: str = "args_0", output_name: str = "output_0",
+                semantics: str = OUTPUT_SEMANTICS) -> dict:
+    """The file's input/output contract; ``semantics`` is the family member's (metric members: metres)."""
     return {
         "input": {"name": input_name, "shape": [1, 3, height, width], "dtype": "float32", "layout": "NCHW",
                   "normalisation": INPUT_NORMALISATION},
-        "output": {"name": output_name, "shape": [1, height, width], "dtype": "float32", "semantics": OUTPUT_SEMANTICS},
+        "output": {"name": output_name, "shape": [1, height, width], "dtype": "float32", "semantics": semantics},
     }
 
 

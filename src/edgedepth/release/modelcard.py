@@ -32,7 +32,11 @@ def render_model_card(m: dict) -> str:
     first_size = prov["recipe"]["sizes"][0]
     example = next((f for f in tflites if f["precision"] == "fp32" and f["size"] == first_size),
                    next((f for f in tflites if f["precision"] == "fp32"), tflites[0] if tflites else None))
-    L = ["---", "license: apache-2.0", f"base_model: {prov['base_model']}", "library_name: litert",
+    info = m.get("model") or {"family_member": "small", "kind": "relative", "license": "apache-2.0"}
+    metric = info["kind"] == "metric"
+    member = info["family_member"].replace("-", " ").title()
+    nc = info["license"] != "apache-2.0"
+    L = ["---", f"license: {info['license']}", f"base_model: {prov['base_model']}", "library_name: litert",
          "pipeline_tag: depth-estimation", "tags:", "  - depth-estimation", "  - depth-anything-v2", "  - litert",
          "  - tflite", "  - webgpu", "  - on-device"] + (["  - onnx", "  - transformers.js"] if onnx_files else []) \
         + ["---", "", f"# {m['name']}", ""]
@@ -40,9 +44,13 @@ def render_model_card(m: dict) -> str:
         L += ["> **These files were built from synthetic (seeded random) weights, not the trained checkpoint.** They have the",
               "> exact architecture, graph, op counts and delegation of the real model, and their parity numbers are real,",
               "> but their depth maps are meaningless. Rebuild with the real checkpoint to publish.", ""]
+    if nc:
+        L += ["> **Licence: CC BY-NC 4.0 — non-commercial use only** (the upstream weights' licence; see `LICENSE`).", ""]
+    about = ("a DINOv2-S ViT backbone with a DPT head, 24.8M parameters, predicting relative inverse depth from one RGB "
+             "image" if info["family_member"] == "small" else
+             f"a DINOv2 ViT backbone with a DPT head, predicting {info['output_semantics']} from one RGB image")
     L += ["## About the model", "",
-          f"[Depth Anything V2]({PAPER}) Small: a DINOv2-S ViT backbone with a DPT head, 24.8M parameters, predicting "
-          "relative inverse depth from one RGB image. Base model: "
+          f"[Depth Anything V2]({PAPER}) {member}: {about}. Base model: "
           f"[`{prov['base_model']}`](https://huggingface.co/{prov['base_model'].split('@')[0]}).", "",
           "## What changed in this conversion", "",
           "Converted from PyTorch to LiteRT with litert-torch after graph rewrites that make every op run on LiteRT's GPU "
@@ -99,7 +107,8 @@ def render_model_card(m: dict) -> str:
               "x = np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)",
               "inp, out = model.create_input_buffers(0), model.create_output_buffers(0)",
               "inp[0].write(x)", "model.run_by_index(0, inp, out)",
-              f"depth = out[0].read({h * w}, np.float32).reshape({h}, {w})  # relative inverse depth", "```", "",
+              f"depth = out[0].read({h * w}, np.float32).reshape({h}, {w})  # "
+              + ("metres" if metric else "relative inverse depth"), "```", "",
               "Browser ([`@litertjs/core`](https://www.npmjs.com/package/@litertjs/core)): `loadLiteRt(wasmDir)`, then "
               "`loadAndCompile(bytes, {accelerator: 'webgpu'})` (or `'wasm'`) and `model.run(tensor)`; verify each file's "
               "SHA-256 against `manifest.json` before use. `edgedepth serve .` runs a playground that does exactly this.", ""]
@@ -161,7 +170,10 @@ def render_model_card(m: dict) -> str:
     L += ["", "## Limitations", "",
           "- Fixed input size per file (the position embedding is frozen for that size); pick the file matching your "
           "aspect ratio or resize.",
-          "- Relative depth: scale and shift are unknown; do not read metres from it.",
+          (f"- Metric depth in metres, clipped to 0..{info.get('max_depth_m')} m by the head; trained on "
+           f"{'indoor (Hypersim)' if 'indoor' in info['family_member'] else 'outdoor (Virtual KITTI 2)'} scenes: "
+           "other scenes and cameras need checking." if metric else
+           "- Relative depth: scale and shift are unknown; do not read metres from it."),
           "- LiteRT's GPU delegate may compute in FP16 under its default precision; this model's DPT head can overflow "
           "FP16. Set `enforce_f32=True` (see `recommended_runtime_options` in `manifest.json`).",
           "- Quantised files (INT8, FP16 weights) trade accuracy for size and CPU speed (see parity)."]
@@ -181,5 +193,6 @@ def render_model_card(m: dict) -> str:
           "manifest and card on any x86-64 machine with the same checkpoint and the pinned versions; "
           "`edgedepth verify DIR` checks a folder against `manifest.json`.",
           "", "## Citation", "", "```bibtex", CITATION, "```", "", "## License", "",
-          "Apache-2.0 (see `LICENSE`); modifications are listed in `NOTICE`.", ""]
+          ("CC BY-NC 4.0, non-commercial use only" if nc else "Apache-2.0")
+          + " (see `LICENSE`); modifications are listed in `NOTICE`.", ""]
     return "\n".join(L)
