@@ -5,15 +5,7 @@
 #               transformers 5.24.0; .gl: the Vulkan loader and libglvnd, which NVIDIA's ICD needs) and the photos in .dev/images (for gpu_reference.py)
 # Device call:  carry [".dev/gpu_attr", ".dev/images", ".whl", ".gl"]   command: bash benchmarks/gpu_device.sh
 # Writes $OUT/gpu_attribution.json, $OUT/gpu_reference.json and their logs.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+source "$(dirname "$0")/device_env.sh"
 for part in pieces models; do     # one process each: fewer GPU environments alive at once
   timeout "${ATTR_TIMEOUT:-240}" python3 benchmarks/gpu_attribution.py run --part $part --out "$OUT/gpu_attribution.json" \
     --method "${ATTR_METHOD:-5,5,20}" > "$OUT/gpu_attribution_$part.log" 2>&1 || echo "attribution $part exit $?"

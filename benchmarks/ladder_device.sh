@@ -4,15 +4,7 @@
 #               .whl (ai-edge-litert cp312 + backports.strenum) and .gl (Vulkan loader + libglvnd): benchmarks/h200_prepare.sh
 # Device call:  carry [".dev/ladder_twins", ".whl", ".gl"]   command: bash benchmarks/ladder_device.sh
 # Writes $OUT/precision_ladder_h200.json (+ log); here: precision_ladder.py merge --h200 <that file>.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+source "$(dirname "$0")/device_env.sh"
 timeout "${LADDER_TIMEOUT:-420}" python3 benchmarks/precision_ladder.py device --out "$OUT/precision_ladder_h200.json" \
   --rounds "${ROUNDS:-5}" --warmup "${WARMUP:-5}" --iters "${ITERS:-20}" > "$OUT/precision_ladder_h200.log" 2>&1 \
   || echo "ladder exit $?"
