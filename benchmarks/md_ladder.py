@@ -6,7 +6,8 @@ from __future__ import annotations
 from md_common import load
 
 PLOT = "docs/precision_ladder.png"
-ORDER = ("fp32", "fp16", "int8", "int4", "static-int8", "a16w8", "int4-all4", "static-int8-gemm")
+LABEL_OFFSET = {"int8": (6, -10), "static-int8": (6, 6), "a16w8": (-70, 6), "static-int8-all": (6, 4)}
+ORDER = ("fp32", "fp16", "int8", "int4", "static-int8", "a16w8", "int4-all4", "static-int8-all")
 
 
 def _rows(rep):
@@ -79,8 +80,8 @@ def _findings(rep) -> list[str]:
         ratio = h["fp16"]["gpu"]["median_ms"] / h["fp32"]["gpu"]["median_ms"]
         out.append(f"- FP16 weights: {f16['bytes'] / 1e6:.2f} MB ({f16['bytes'] / R['fp32']['bytes']:.0%} of FP32), "
                    f"H200 FP32-enforced {ratio:.3f}× the FP32 file's time; CPU "
-                   f"{f16['cpu_latency']['median_ms'] / R['fp32']['cpu_latency']['median_ms']:.2f}× (XNNPACK "
-                   f"dequantises the {f16['op_histogram'].get('DEQUANTIZE')} fp16 weights at load). The remaining float32 "
+                   f"{f16['cpu_latency']['median_ms'] / R['fp32']['cpu_latency']['median_ms']:.2f}× (float32 compute "
+                   f"after {f16['op_histogram'].get('DEQUANTIZE')} DEQUANTIZE ops on constants). The remaining float32 "
                    "bytes are the frozen position embedding (1813×384, 2.8 MB), which ai-edge-quantizer's FLOAT_CASTING "
                    "does not cover (it casts FC / CONV / TRANSPOSE_CONV / EMBEDDING_LOOKUP weights only).")
     if "int4" in R:
@@ -92,15 +93,22 @@ def _findings(rep) -> list[str]:
                    "the int4 file's error: 4-bit convolutions are what costs (measured while choosing the recipe).")
     if "static-int8" in R and "int8" in R:
         s, d = R["static-int8"]["cpu_latency"]["median_ms"], R["int8"]["cpu_latency"]["median_ms"]
-        g = R.get("static-int8-gemm", {}).get("cpu_latency", {}).get("median_ms")
-        out.append(f"- Static INT8: CPU {s:.0f} ms = {s / d:.2f}× dynamic INT8's {d:.0f} ms (goal ≤ 0.6×: not met). "
-                   + (f"Quantising only FULLY_CONNECTED / CONV_2D statically (`static-int8-gemm`) gives {g:.0f} ms "
-                      f"({g / d:.2f}×): the slowdown is the int8 versions of the other ops (LayerNorm's MEAN/RSQRT, "
-                      "SOFTMAX, GELU, BATCH_MATMUL and the elementwise chain), which XNNPACK does not take and LiteRT "
-                      "runs on its reference kernels. " if g else "")
-                   + "On the GPU the static file reports full delegation, then a generated WGSL shader fails to parse "
-                   "(\"cannot assign 'vec4<f32>' to 'vec4<i32>'\") and the output is garbage — `gpu_check` reports "
-                   "the validation errors; canary test.")
+        extra = R["static-int8"]["ops"] - R["fp32"]["ops"]
+        out.append(f"- Static INT8 (FC / CONV_2D with int8 activations, calibrated): CPU {s:.0f} ms = {s / d:.2f}× "
+                   f"dynamic INT8's {d:.0f} ms — the ≤ 0.6× goal is not met. On this CPU "
+                   f"({rep['environment'].get('cpu')}, AVX2, no VNNI) XNNPACK's static int8 GEMMs are no faster than "
+                   f"the dynamic ones, and the {extra} QUANTIZE / DEQUANTIZE ops around them cost what int8 activations "
+                   "save elsewhere (attention BATCH_MATMULs, LayerNorms and GELUs stay float). Its error is "
+                   f"{R['static-int8']['parity']['pooled_rel_l2'] / R['int8']['parity']['pooled_rel_l2']:.1f}× dynamic "
+                   "INT8's.")
+    if "static-int8-all" in R:
+        a = R["static-int8-all"]
+        out.append(f"- `static_wi8_ai8` on every op (`static-int8-all`, the first static recipe): rel-L2 "
+                   f"{a['parity']['pooled_rel_l2']:.2f}, CPU {a['cpu_latency']['median_ms']:.0f} ms — XNNPACK takes "
+                   "none of the int8 LayerNorm / SOFTMAX / GELU / BATCH_MATMUL and LiteRT runs them on reference kernels. "
+                   "On the GPU it reports full delegation, then a generated WGSL shader fails to parse (\"cannot assign "
+                   "'vec4<f32>' to 'vec4<i32>'\", SwiftShader and H200) and the output is garbage — `gpu_check` reports "
+                   "the validation errors; canary test. Hence the FC/CONV-only recipe.")
     if "a16w8" in R:
         out.append(f"- a16w8 (int16 activations): the GPU delegate has no INT16 tensors; on the CPU it runs on "
                    f"reference kernels ({R['a16w8']['cpu_latency']['median_ms'] / 1e3:.0f} s a call here).")
@@ -112,6 +120,7 @@ def plot() -> None:
     if not rep:
         return
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -129,16 +138,19 @@ def plot() -> None:
                     continue
                 t = g["median_ms"]
             mb = r["bytes"] / 1e6
-            ax.scatter(mb, r["parity"]["pooled_rel_l2"], s=30 + 250 * t / max(
-                rr["cpu_latency"]["median_ms"] if key == "cpu" else 20 for _, rr in rows),
-                c="tab:blue" if r["shipped"] else "tab:gray", alpha=0.7)
-            ax.annotate(f"{p}\n{t:.0f} ms" if key == "cpu" else f"{p}\n{t:.1f} ms", (mb, r["parity"]["pooled_rel_l2"]),
-                        fontsize=7, xytext=(4, 4), textcoords="offset points")
+            ref = rep["rows"]["fp32"]["cpu_latency"]["median_ms"] if key == "cpu" else \
+                (rep.get("h200") or {})["rows"]["fp32"]["gpu"]["median_ms"]
+            ax.scatter(mb, r["parity"]["pooled_rel_l2"], s=40 + 80 * min(t / ref, 4.0),   # size: time ÷ FP32's, capped
+                       c="tab:blue" if r["shipped"] else "tab:gray", alpha=0.7)
+            ax.annotate(f"{p} {t:.0f} ms" if key == "cpu" else f"{p} {t:.1f} ms", (mb, r["parity"]["pooled_rel_l2"]),
+                        fontsize=7, xytext=LABEL_OFFSET.get(p, (5, 4)), textcoords="offset points")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("file size, MB")
         ax.set_ylabel("pooled rel-L2 vs PyTorch FP32 (110 images)")
-        ax.set_title(f"marker size = {label}", fontsize=9)
+        ax.set_title(f"marker size = {label} ÷ FP32's (capped at 4)", fontsize=9)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.grid(alpha=0.3, which="both")
     fig.suptitle("Precision ladder, 518×686 (synthetic weights): smaller and closer is better; grey = considered")
     fig.tight_layout()

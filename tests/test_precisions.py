@@ -98,13 +98,15 @@ def test_sizes_follow_the_ladder(ladder):
 
 
 def test_static_files_quantise_activations(ladder):
-    for p in ("static-int8", "a16w8"):
-        hist = tflite.describe(ladder[p])["op_histogram"]
-        assert hist.get("QUANTIZE") == 1 and hist.get("DEQUANTIZE") == 1, p   # float32 in, float32 out
+    hist = tflite.describe(ladder["a16w8"])["op_histogram"]
+    assert hist.get("QUANTIZE") == 1 and hist.get("DEQUANTIZE") == 1       # all int16 inside; float32 in, float32 out
+    hist = tflite.describe(ladder["static-int8"])["op_histogram"]
+    n = hist["FULLY_CONNECTED"] + hist["CONV_2D"]      # int8 activations into every FC / CONV, float between them
+    assert hist.get("QUANTIZE", 0) >= n // 2 and hist.get("DEQUANTIZE", 0) >= n // 2
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("precision", ("fp16", "int8"))
+@pytest.mark.parametrize("precision", ("fp16", "int8", "static-int8"))
 def test_gpu_fully_delegated(ladder, precision, tiny_input, fp16_rounded_reference):
     g = tflite.gpu_check(ladder[precision], x=tiny_input)
     assert g["fully_delegated"] and g["validation_errors"] == 0, (g["error"], g["validation_error"])
@@ -114,13 +116,16 @@ def test_gpu_fully_delegated(ladder, precision, tiny_input, fp16_rounded_referen
 
 
 @pytest.mark.gpu
-def test_canary_gpu_static_int8_compiles_but_computes_garbage(ladder, tiny_input):
-    """Upstream bug (LiteRT 2.3.0 WebGPU): the static-INT8 graph reports full delegation, but a generated shader does
-    not compile ("Error while parsing WGSL: ... cannot assign 'vec4<f32>' to 'vec4<i32>'"), its pipeline is invalid
-    and the output is unrelated to the CPU's.  gpu_check reports the validation errors, so no
-    caller takes it for a working GPU file; when this test fails, the static-int8 GPU row can be measured."""
-    g = tflite.gpu_check(ladder["static-int8"], x=tiny_input)
-    y_cpu = LiteRTRunner(ladder["static-int8"], "cpu", threads=2).run(tiny_input)
+def test_canary_gpu_all_ops_static_int8_compiles_but_computes_garbage(ladder, tiny_input, tmp_path):
+    """Upstream bug (LiteRT 2.3.0 WebGPU): ``static_wi8_ai8`` on every op reports full delegation, but a generated
+    shader does not compile ("Error while parsing WGSL: ... cannot assign 'vec4<f32>' to 'vec4<i32>'"), its pipeline
+    is invalid and the output is unrelated to the CPU's.  gpu_check reports the validation errors, so no caller takes
+    it for a working GPU file (the shipped static-int8 quantises FC/CONV only and runs)."""
+    path = str(tmp_path / "all.tflite")
+    tp.quantize(ladder["fp32"], path, tp.Precision("static-int8-all", "test", tp.static_recipe(8), calibrated=True),
+                calibration=tp.calibration_inputs(*TINY_SIZE))
+    g = tflite.gpu_check(path, x=tiny_input)
+    y_cpu = LiteRTRunner(path, "cpu", threads=2).run(tiny_input)
     assert g["fully_delegated"] and g["validation_errors"] > 0 and "WGSL" in g["validation_error"]
     assert rel_l2(g["output"], y_cpu) > 0.5
 
