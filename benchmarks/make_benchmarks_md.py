@@ -362,6 +362,13 @@ def section_playground(L):
         a, b = r["litertjs_wasm_median_ms"], r["ai_edge_litert_cpu_median_ms"]
         L.append(f"| `{n}` | {a:.0f} ({r['litertjs_p25_p75'][0]:.0f}–{r['litertjs_p25_p75'][1]:.0f}) | {b:.0f} "
                  f"({r['py_p25_p75'][0]:.0f}–{r['py_p25_p75'][1]:.0f}) | {a / b:.1f}× | {r['rel_l2']:.1e} |")
+    by = {r.get("precision"): r for r in pl["files"].values()}
+    if "fp16" in by and "fp32" in by:
+        q = by["fp16"]["litertjs_wasm_median_ms"] / by["fp32"]["litertjs_wasm_median_ms"]
+        L += ["", f"The FP16-weight file takes {q:.1f}× the FP32 file's time in LiteRT.js wasm (natively "
+                  f"{by['fp16']['ai_edge_litert_cpu_median_ms'] / by['fp32']['ai_edge_litert_cpu_median_ms']:.2f}×), "
+                  "so a release recommends FP32 for wasm and the FP16-weight file only for WebGPU (`recommended` in "
+                  "`manifest.json`, which the playground follows)."]
     L.append("")
 
 
