@@ -33,7 +33,8 @@ RECIPE = {
     "latency_data": [os.path.join(_RESULTS, f"release_cpu_latency_{s}.json")
                      for s in ("518x686", "686x518", "518x518", "392x518", "252x252", "224x224")]
     + sorted(glob.glob(os.path.join(_RESULTS, "peers_cpu_*.json")))  # ours vs the fastest peer, per CPU
-    + [os.path.join(_RESULTS, "precision_ladder.json")],  # every precision at 518x686, + H200 GPU medians
+    + [os.path.join(_RESULTS, "precision_ladder.json"),   # every precision at 518x686, + H200 GPU medians
+       os.path.join(_RESULTS, "playground_latency.json")],  # LiteRT.js wasm: decides the playground's wasm file
 }
 
 if __name__ == "__main__":
