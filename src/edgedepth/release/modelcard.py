@@ -65,8 +65,8 @@ def render_model_card(m: dict) -> str:
     rec = m.get("recommended") or {}
     if rec:
         L += ["## Which file to use", "", "| use | file | why |", "|---|---|---|"]
-        uses = {"webgpu": "GPU / browser (WebGPU)", "cpu": "CPU (also the browser's wasm path)",
-                "smallest": "smallest download"}
+        uses = {"webgpu": "GPU / browser with WebGPU", "cpu": "CPU (native LiteRT)",
+                "wasm": "browser without WebGPU (LiteRT.js wasm)", "smallest": "smallest download"}
         L += [f"| {label} | `{rec[k]['path']}` | {rec[k]['why']} |" for k, label in uses.items() if k in rec] + [""]
     if example:
         i, o = example["input"], example["output"]
