@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job behind `make demo`: the release recipe on the synthetic full-size model (every size preset, FP32 + INT8,
+# The main job behind `make demo`: the release recipe on the synthetic full-size model (every size preset, FP32, FP16
+# weights and INT8,
 # rewrites, GPU-delegation check, parity vs PyTorch) -> verify -> a depth PNG of a photo -> how to open the playground.
 set -euo pipefail
 OUT=${1:-out}
@@ -26,6 +27,8 @@ for f in m["files"]:
     print(f"  {f['path']:48s} {f['bytes'] / 1e6:6.1f} MB  {f['ops']:4d} ops  {gpu:16s} "
           f"rel-L2 vs PyTorch {p.get('pooled_rel_l2', float('nan')):.1e} (this machine)  "
           f"CPU {lat:.0f} ms (committed record)")
+for use, r in m.get("recommended", {}).items():
+    print(f"  recommended for {use}: {r['path']} ({r['why']})")
 PY
 echo
 echo "== predict (sample photo: matplotlib's grace_hopper.jpg)"
