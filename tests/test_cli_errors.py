@@ -84,7 +84,7 @@ def test_wrong_size(tmp_path, size):
 
 
 def test_wrong_precision(tmp_path):
-    assert_one_line_error(run_cli("export", "--model", "synthetic-tiny", "--precision", "fp16", "--out", tmp_path),
+    assert_one_line_error(run_cli("export", "--model", "synthetic-tiny", "--precision", "fp12", "--out", tmp_path),
                           "--precision")
 
 

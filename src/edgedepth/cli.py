@@ -46,7 +46,9 @@ def cmd_export(args) -> int:
         backends = _list_option("--et-backend", args.et_backend, fmt.module.BACKENDS)
         n = sum(1 for b in backends for p in precisions if p == "fp32" or b == "xnnpack")
     else:
-        n = 1 + len(precisions) + int(getattr(fmt.module, "needs_calibration", lambda p: False)(precisions))
+        # rewrites + the FP32 conversion (always: the other precisions are made from it) + one per other precision
+        n = 2 + sum(p != "fp32" for p in precisions) \
+            + int(getattr(fmt.module, "needs_calibration", lambda p: False)(precisions))
     rewrites = () if args.plain else "default"
     if args.fp16_safe:
         from .rewrites import PIPELINE
