@@ -25,11 +25,6 @@ def _parity(f: dict) -> float | None:
     return rows[0].get("pooled_rel_l2") if rows else None
 
 
-def _ms(f: dict, backend: str = "cpu") -> float | None:
-    rows = [r for r in (f.get("latency") or []) if r.get("backend") == backend and r.get("median_ms")]
-    return min(r["median_ms"] for r in rows) if rows else None
-
-
 NEAR = 1.05    # files within 5 % of the fastest count as equally fast (run-to-run noise): the most accurate wins
 
 
