@@ -9,7 +9,7 @@ import pytest
 
 from edgedepth import formats
 from edgedepth.checkpoint import load_checkpoint
-from edgedepth.family import CC_BY_NC, MEMBERS, SYNTHETIC, member_of_config, member_of_hub_id
+from edgedepth.family import CC_BY_NC, MEMBERS, SYNTHETIC, member_of_config, member_of_file_name, member_of_hub_id
 from edgedepth.formats import tflite
 from edgedepth.rewrites import prepare
 from edgedepth.runtimes.litert import LiteRTRunner
@@ -23,7 +23,8 @@ TINY_MEMBERS = ("synthetic-tiny-metric-indoor", "synthetic-tiny-metric-outdoor",
 def member(request, tmp_path_factory, tiny_input):
     ckpt = load_checkpoint(request.param, quiet=True)
     out = tmp_path_factory.mktemp(request.param)
-    files = {f.precision: f.path for f in formats.export(ckpt.model, *TINY_SIZE, str(out), precisions=("fp32", "int8"))}
+    files = {f.precision: f.path for f in formats.export(ckpt.model, *TINY_SIZE, str(out), precisions=("fp32", "int8"),
+                                                         stem=ckpt.file_stem)}
     return {"name": request.param, "ckpt": ckpt, "files": files, "fp32": torch_fp32(ckpt.model, tiny_input),
             "fp64": float64_reference(ckpt.model, tiny_input)}
 
@@ -50,6 +51,55 @@ def test_metric_members_output_metres(member):
         assert "metres" in m.output_semantics and f"{m.max_depth}" in m.output_semantics
     else:
         assert y.min() >= 0 and "relative" in m.output_semantics
+
+
+def test_files_are_named_after_their_member(member):
+    m = member["ckpt"].member
+    for p, path in member["files"].items():
+        assert os.path.basename(path) == tflite.file_name(*TINY_SIZE, p, stem=m.file_stem)
+        assert member_of_file_name(path) == m
+    assert member_of_file_name("depth_anything_v2_small_518x686_fp32.tflite") == MEMBERS["small"]
+    assert member_of_file_name("renamed.tflite") is None
+
+
+def test_validate_refuses_a_file_of_another_member(member):
+    """validate compares a file with --model's PyTorch output: a file exported from another member is one line."""
+    r = run_cli("validate", member["files"]["fp32"], "--model", "synthetic-tiny", "--limit", "1", "--quiet")
+    assert_one_line_error(r, f"was exported from {member['ckpt'].member.name}", "--model synthetic-tiny is small")
+
+
+def test_predict_writes_metres(member, tmp_path):
+    """Metric files: .npy in metres within 0..max_depth, the 16-bit PNG in millimetres of the same values, the colour
+    PNG with a colour bar beside the photo; relative files keep the photo-sized colour PNG."""
+    from PIL import Image
+
+    from edgedepth.samples import sample_photo
+
+    m = member["ckpt"].member
+    r = run_cli("predict", sample_photo(), "--model", member["files"]["fp32"], "-o", tmp_path, "--raw", "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    photo = Image.open(sample_photo()).size
+    stem = os.path.splitext(os.path.basename(sample_photo()))[0]
+    depth = np.load(tmp_path / f"{stem}_depth.npy")
+    colour = Image.open(tmp_path / f"{stem}_depth.png").size
+    png16 = np.asarray(Image.open(tmp_path / f"{stem}_depth16.png"))
+    if m.is_metric:
+        assert 0 <= depth.min() and depth.max() <= m.max_depth and depth.max() > 1.0
+        assert np.array_equal(png16, np.minimum(np.rint(depth.astype(np.float64) * 1000), 65535).astype(png16.dtype))
+        assert colour[1] == photo[1] and colour[0] > photo[0]       # the colour bar sits to the right
+    else:
+        assert colour == photo and png16.max() == 65535             # relative: min-max normalised, as before
+
+
+def test_member_short_names_load_their_hub_id(monkeypatch):
+    import edgedepth.checkpoint as ck
+
+    seen = []
+    monkeypatch.setattr(ck, "_load_pretrained", lambda hf_id, rev, source: seen.append((hf_id, rev, source)))
+    ck.load_checkpoint("metric-outdoor-small")
+    ck.load_checkpoint("small")
+    assert seen == [(MEMBERS["metric-outdoor-small"].hub_id, None, "hf"),
+                    (MEMBERS["small"].hub_id, MEMBERS["small"].revision, "hf")]
 
 
 @pytest.mark.gpu

@@ -86,8 +86,9 @@ def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = 
 
     os.makedirs(out_dir, exist_ok=True)
     h, w = _size(size)
-    files = formats.export(_checkpoint(model).model, h, w, out_dir, target_name=target, precisions=precisions,
-                           rewrites=rewrites, backends=backends, progress=progress)
+    ckpt = _checkpoint(model)
+    files = formats.export(ckpt.model, h, w, out_dir, target_name=target, precisions=precisions,
+                           rewrites=rewrites, backends=backends, progress=progress, stem=ckpt.file_stem)
     return [f.path for f in files]
 
 
@@ -97,14 +98,17 @@ def validate(paths, *, model="synthetic", backends=("cpu",), images: str | None 
     (file, backend) with status, error, flags and metrics (pooled/max/p95 rel-L2, Pearson, aligned AbsRel/δ<1.25)."""
     from .checkpoint import DepthModule
     from .images import image_set
-    from .release.manifest import verify_files_next_to
+    from .release.manifest import check_made_from, verify_files_next_to
     from .verify.validate import validate as _validate
 
     paths = [paths] if isinstance(paths, str) else list(paths)
     if not paths:
         raise EdgedepthError("validate: no model files given")
-    return _validate(verify_files_next_to(formats.find_artifacts(paths)), list(backends), DepthModule(_checkpoint(model).model),
-                     image_set(images, limit), threads=threads, progress=progress)
+    files = verify_files_next_to(formats.find_artifacts(paths))
+    ckpt = _checkpoint(model)
+    check_made_from(files, ckpt.member, ckpt.name)
+    return _validate(files, list(backends), DepthModule(ckpt.model), image_set(images, limit), threads=threads,
+                     progress=progress)
 
 
 __all__ = ["Model", "export", "open", "validate"]

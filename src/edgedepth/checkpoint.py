@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from .errors import EdgedepthError
-from .family import MEMBERS, SYNTHETIC, Member, member_of_config, member_of_hub_id
+from .family import MEMBERS, SYNTHETIC, UNKNOWN_STEM, Member, member_of_config, member_of_hub_id
 from .fsutil import sha256_file
 from .variants import register_variant, split_variant  # noqa: F401  (register_variant: re-exported for callers)
 
@@ -60,6 +60,11 @@ class Checkpoint:
         if self.source == "synthetic":
             return MEMBERS[SYNTHETIC[self.name][0]]
         return (member_of_hub_id(self.name) if self.source == "hf" else None) or member_of_config(self.model.config)
+
+    @property
+    def file_stem(self) -> str:
+        """What exported files are named after: the member (``depth_anything_v2_metric_indoor_small``)."""
+        return self.member.file_stem if self.member else UNKNOWN_STEM
 
     @property
     def is_metric(self) -> bool:
@@ -250,8 +255,12 @@ def _load_pretrained(path_or_id: str, revision: str | None, source: str) -> Chec
 
 
 def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False) -> Checkpoint:
-    """Load ``synthetic``, ``synthetic-tiny``, a local HF folder, or ``HF_ID[@REVISION]``; ``synthetic[-tiny]<suffix>``
-    for a registered variant suffix (``edgedepth.variants``, e.g. ``-fp16-stress`` from ``edgedepth.fp16``)."""
+    """Load a family member by short name (``metric-indoor-small`` = its hub id, pinned where known), ``HF_ID[@REV]``,
+    a local HF folder, or a synthetic stand-in (``edgedepth.family.SYNTHETIC``); ``synthetic...<suffix>`` for a
+    registered variant suffix (``edgedepth.variants``, e.g. ``-fp16-stress`` from ``edgedepth.fp16``)."""
+    if spec in MEMBERS and not os.path.isdir(spec):
+        m = MEMBERS[spec]
+        spec = f"{m.hub_id}@{m.revision}" if m.revision else m.hub_id
     base, variant = split_variant(spec)
     if variant is not None and base in _ARCH:   # only the synthetic names: a hub id or folder may end in anything
         return variant(load_checkpoint(base, quiet=quiet))

@@ -58,7 +58,8 @@ def cmd_export(args) -> int:
         stages.start(f"load {args.model}")
         ckpt = load_checkpoint(args.model)
         files = formats.export(ckpt.model, *size, args.out, target_name=args.target, precisions=precisions,
-                               rewrites=rewrites, backends=backends, verbose=args.verbose, progress=stages.start)
+                               rewrites=rewrites, backends=backends, verbose=args.verbose, progress=stages.start,
+                               stem=ckpt.file_stem)
     for f in files:
         st = f.stats
         extra = (f", {st['delegated_nodes']} nodes delegated, {st['non_delegated_nodes']} not"
@@ -102,14 +103,15 @@ def cmd_inspect(args) -> int:
 
 
 def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
-    """A model file (any registered format) -> its runtime; anything else is a checkpoint -> PyTorch eager (CPU)."""
+    """A model file (any registered format) -> its runtime; anything else is a checkpoint -> PyTorch eager (CPU).
+    Returns (runner, family member or None): the member says whether the output is metres."""
     from . import formats
 
     if formats.is_artifact(model):
-        from .release.manifest import verify_next_to
+        from .release.manifest import member_of_file, verify_next_to
 
         verify_next_to(model)  # a file inside a release folder must match its manifest
-        return formats.open_runner(model, backend, threads)
+        return formats.open_runner(model, backend, threads), member_of_file(model)
     from .checkpoint import DepthModule, load_checkpoint
     from .preprocess import DEFAULT_SIZE, parse_size
     from .runtimes.torch import TorchRunner
@@ -117,7 +119,8 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
     if backend != "cpu":
         raise EdgedepthError(f"--backend {backend} needs a model file; a checkpoint runs in PyTorch on the CPU")
     size = parse_size(size_text) if size_text else DEFAULT_SIZE
-    return TorchRunner(DepthModule(load_checkpoint(model).model), size, threads)
+    ckpt = load_checkpoint(model)
+    return TorchRunner(DepthModule(ckpt.model), size, threads), ckpt.member
 
 
 def cmd_predict(args) -> int:
@@ -126,9 +129,12 @@ def cmd_predict(args) -> int:
     from .predict import predict, validate_inputs
 
     validate_inputs(args.images, args.output)  # before a possibly slow model load
-    runner = _runner_for(args.model, args.backend, args.size, args.threads)
-    with tqdm(total=len(args.images), file=sys.stderr, disable=args.quiet, desc=f"predict ({runner.name})") as bar:
-        written = predict(args.images, runner, args.output, raw=args.raw, progress=lambda _: bar.update(1))
+    runner, member = _runner_for(args.model, args.backend, args.size, args.threads)
+    max_depth = member.max_depth if member and member.is_metric else None
+    desc = f"predict ({runner.name}{', metres' if max_depth else ''})"
+    with tqdm(total=len(args.images), file=sys.stderr, disable=args.quiet, desc=desc) as bar:
+        written = predict(args.images, runner, args.output, raw=args.raw, progress=lambda _: bar.update(1),
+                          max_depth=max_depth)
     for w in written:
         print(w)
     return 0
@@ -156,6 +162,7 @@ def cmd_validate(args) -> int:
     from .formats import BACKENDS
     from .verify.bench import environment
     from .verify.reports import validate_markdown
+    from .release.manifest import check_made_from
     from .verify.validate import validate
 
     backends = _list_option("--backend", args.backend, BACKENDS)
@@ -168,6 +175,7 @@ def cmd_validate(args) -> int:
                                  f"{', '.join(a.format.backends)}, not {', '.join(backends)}")
     items = image_set(args.images, args.limit)
     ckpt = load_checkpoint(args.model)
+    check_made_from([a.path for a in artifacts], ckpt.member, args.model)
     total = sum(len(set(backends) & set(a.format.backends)) for a in artifacts) * len(items)
     with tqdm(total=total, file=sys.stderr, disable=args.quiet, desc="validate", unit="img") as bar:
         results = validate(artifacts, backends, DepthModule(ckpt.model), items, threads=args.threads,
@@ -293,12 +301,16 @@ def build_parser() -> argparse.ArgumentParser:
     threads = argparse.ArgumentParser(add_help=False)
     threads.add_argument("--threads", type=int, default=2, help="CPU threads (default: %(default)s)")
 
-    p = argparse.ArgumentParser(prog="edgedepth", description="Depth Anything V2 Small -> verified on-device artifacts")
+    from .family import MEMBERS, SYNTHETIC
+
+    MODEL_HELP = (f"a family member ({', '.join(MEMBERS)}), HF_ID[@REV], a local HF folder, or a synthetic stand-in "
+                  f"({', '.join(SYNTHETIC)})")
+    p = argparse.ArgumentParser(prog="edgedepth", description="Depth Anything V2 -> verified on-device artifacts")
     sub = p.add_subparsers(dest="command", required=True)
 
     e = sub.add_parser("export", parents=[quiet], help="export a checkpoint to LiteRT .tflite, ExecuTorch .pte or ONNX")
     e.add_argument("--model", default=DEFAULT_MODEL,
-                   help="HF_ID[@REV], a local HF folder, 'synthetic' or 'synthetic-tiny' (default: %(default)s)")
+                   help=f"{MODEL_HELP} (default: %(default)s)")
     e.add_argument("--size", default=size_default, help="HEIGHTxWIDTH, multiples of 14 (default: %(default)s)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--precision", default=None,
@@ -320,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--ranges", action="store_true",
                    help="activation ranges vs FP16 of a checkpoint (PyTorch forward hooks) instead of files")
     i.add_argument("--model", default=None,
-                   help="with --ranges: HF_ID[@REV], a folder, synthetic[-tiny][-fp16-stress] (default: the pinned HF id)")
+                   help=f"with --ranges: {MODEL_HELP}; synthetic names take -fp16-stress (default: the pinned HF id)")
     i.add_argument("--size", default=size_default, help="with --ranges: HEIGHTxWIDTH (default: %(default)s)")
     i.add_argument("--images", type=int, default=4,
                    help="with --ranges: photos of the default image set to probe (default: %(default)s)")
@@ -334,7 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "gpu-fp16, openvino (.onnx) (default: %(default)s)")
     r.add_argument("--size", default=None, help="HEIGHTxWIDTH for a checkpoint (a .tflite has its own)")
     r.add_argument("-o", "--output", required=True, help="output folder")
-    r.add_argument("--raw", action="store_true", help="also write float .npy and 16-bit PNG depth")
+    r.add_argument("--raw", action="store_true",
+                   help="also write float .npy and 16-bit PNG depth (metric models: metres, millimetres)")
     r.set_defaults(func=cmd_predict)
 
     v = sub.add_parser("validate", parents=[quiet, as_json, threads],

@@ -17,6 +17,8 @@ Synthetic stand-ins (``synthetic-<member>``) have the member's exact architectur
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 
 APACHE = "apache-2.0"
 CC_BY_NC = "cc-by-nc-4.0"
@@ -53,6 +55,11 @@ class Member:
     @property
     def is_metric(self) -> bool:
         return self.kind == "metric"
+
+    @property
+    def file_stem(self) -> str:
+        """Exported files are named ``<stem>_<H>x<W>_<precision>...``: ``depth_anything_v2_metric_indoor_small``."""
+        return "depth_anything_v2_" + self.name.replace("-", "_")
 
     @property
     def output_semantics(self) -> str:
@@ -92,6 +99,16 @@ SYNTHETIC: dict[str, tuple[str, Arch]] = {
 def member_of_hub_id(hub_id: str) -> Member | None:
     """The family member with this hub id (case-insensitive), or None."""
     return next((m for m in MEMBERS.values() if m.hub_id.lower() == hub_id.lower()), None)
+
+
+DEFAULT_STEM = "depth_anything_v2_small"
+UNKNOWN_STEM = "depth_anything_v2"      # a local folder whose architecture is no member's
+
+
+def member_of_file_name(path: str) -> Member | None:
+    """The member an exported file's name says it came from (``<stem>_<H>x<W>_...``), or None (renamed file)."""
+    m = re.match(r"(depth_anything_v2_[a-z_]+?)_\d+x\d+_", os.path.basename(path))
+    return next((x for x in MEMBERS.values() if m and x.file_stem == m.group(1)), None)
 
 
 def member_of_config(config) -> Member | None:

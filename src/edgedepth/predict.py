@@ -1,8 +1,11 @@
-"""Depth for photos: image -> model input -> depth -> resized back to the photo's size -> PNG / .npy / 16-bit PNG."""
+"""Depth for photos: image -> model input -> depth -> resized back to the photo's size -> PNG / .npy / 16-bit PNG.
+
+Relative models: inverse depth, normalised per photo.  Metric models (``edgedepth.family``): metres end to end."""
 
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -41,17 +44,59 @@ def _save_png(path: str, array: np.ndarray, mode: str | None = None) -> None:
         Image.fromarray(array, mode).save(tmp, format="PNG")
 
 
-def write_outputs(depth: np.ndarray, stem: str, out_dir: str, raw: bool) -> list[str]:
+def metres_png16(depth_m: np.ndarray) -> tuple[np.ndarray, float]:
+    """Metres -> uint16 millimetres (the KITTI/NYU-style depth PNG); returns (image, share of pixels clipped at 65.535 m)."""
+    mm = np.rint(np.clip(np.asarray(depth_m, np.float64), 0, None) * 1000.0)     # exact in float64
+    return np.minimum(mm, 65535).astype(np.uint16), float(np.mean(mm > 65535))
+
+
+def colour_bar(rgb: np.ndarray, lo: float, hi: float, ticks: int = 5) -> np.ndarray:
+    """``rgb`` with a labelled vertical colour bar on its right: near (``lo`` m, bright) at the top, ``hi`` m below."""
+    from matplotlib import colormaps
+    from PIL import Image, ImageDraw, ImageFont
+
+    h, w = rgb.shape[:2]
+    font = ImageFont.load_default(size=max(10, h // 40))
+    labels = [f"{lo + (hi - lo) * i / (ticks - 1):.2f} m" for i in range(ticks)]
+    bar_w, pad = max(12, w // 40), max(4, w // 160)
+    text_w = max(int(font.getlength(t)) for t in labels) + pad
+    canvas = Image.new("RGB", (w + 2 * pad + bar_w + text_w + pad, h), "white")
+    canvas.paste(Image.fromarray(rgb), (0, 0))
+    ramp = (colormaps[COLORMAP](np.linspace(1.0, 0.0, h))[:, :3] * 255 + 0.5).astype(np.uint8)   # top = near
+    canvas.paste(Image.fromarray(np.repeat(ramp[:, None], bar_w, axis=1)), (w + pad, 0))
+    draw = ImageDraw.Draw(canvas)
+    for i, t in enumerate(labels):
+        y = round((h - 1) * i / (ticks - 1))
+        draw.line([(w + pad + bar_w, y), (w + pad + bar_w + pad // 2, y)], fill="black")
+        anchor = "lt" if i == 0 else "lb" if i == ticks - 1 else "lm"
+        draw.text((w + 2 * pad + bar_w, y), t, fill="black", font=font, anchor=anchor)
+    return np.asarray(canvas)
+
+
+def write_outputs(depth: np.ndarray, stem: str, out_dir: str, raw: bool, metric: bool = False) -> list[str]:
+    """Relative depth: colour PNG (bright = near, per-photo min-max), with ``raw`` a float .npy and a min-max 16-bit
+    PNG.  Metric depth (metres): colour PNG with a colour bar labelled in metres, with ``raw`` the .npy in metres and
+    a 16-bit PNG in millimetres (clipped at 65.535 m; a note on stderr says how much)."""
     written = []
     png = os.path.join(out_dir, f"{stem}_depth.png")
-    _save_png(png, colorize(depth))
+    if metric:      # bright = near, as for relative (inverse) depth
+        _save_png(png, colour_bar(colorize(-depth), float(depth.min()), float(depth.max())))
+    else:
+        _save_png(png, colorize(depth))
     written.append(png)
     if raw:
         npy = os.path.join(out_dir, f"{stem}_depth.npy")
         with atomic_path(npy) as tmp, open(tmp, "wb") as f:
             np.save(f, depth.astype(np.float32))
         png16 = os.path.join(out_dir, f"{stem}_depth16.png")
-        _save_png(png16, (normalise(depth) * 65535 + 0.5).astype(np.uint16))
+        if metric:
+            mm, clipped = metres_png16(depth)
+            if clipped:
+                print(f"note: {png16}: {clipped:.1%} of pixels are beyond 65.535 m and clipped (the .npy keeps them)",
+                      file=sys.stderr)
+            _save_png(png16, mm)
+        else:
+            _save_png(png16, (normalise(depth) * 65535 + 0.5).astype(np.uint16))
         written += [npy, png16]
     return written
 
@@ -68,15 +113,19 @@ def validate_inputs(images: list[str], out_dir: str) -> None:
         stems.add(stem)
 
 
-def predict(images: list[str], runner, out_dir: str, raw: bool = False, progress=None) -> list[str]:
-    """Run ``runner`` on each image (checked first with :func:`validate_inputs`); returns the written paths."""
+def predict(images: list[str], runner, out_dir: str, raw: bool = False, progress=None,
+            max_depth: float | None = None) -> list[str]:
+    """Run ``runner`` on each image (checked first with :func:`validate_inputs`); returns the written paths.
+    ``max_depth``: the model is metric (metres, 0..max_depth): outputs in metres, see :func:`write_outputs`."""
     validate_inputs(images, out_dir)
     size = (int(runner.input_shape[2]), int(runner.input_shape[3]))
     written = []
     for p in images:
         x, orig = load_and_preprocess(p, size)
         depth = resize_depth(runner.run(x), orig)
-        written += write_outputs(depth, os.path.splitext(os.path.basename(p))[0], out_dir, raw)
+        if max_depth is not None:       # bicubic resizing may overshoot the head's 0..max_depth range
+            depth = np.clip(depth, 0.0, max_depth)
+        written += write_outputs(depth, os.path.splitext(os.path.basename(p))[0], out_dir, raw, max_depth is not None)
         if progress:
             progress(p)
     return written

@@ -136,12 +136,15 @@ class Exported:
 
 
 def export(model, height: int, width: int, out_dir: str, *, target_name: str = "litert", precisions=("fp32", "int8"),
-           rewrites="default", backends=None, verbose: bool = False, progress=None) -> list[Exported]:
+           rewrites="default", backends=None, verbose: bool = False, progress=None,
+           stem: str | None = None) -> list[Exported]:
     """Export a checkpoint's model (``Checkpoint.model``) at one size to ``out_dir`` through the format registry.
 
     ``rewrites``: ``"default"`` (the target's default rewrites), names, or ``()`` for the plain baseline.  Every target
-    prepares the model with :func:`edgedepth.rewrites.prepare`; files are written atomically.
+    prepares the model with :func:`edgedepth.rewrites.prepare`; files are written atomically.  ``stem`` starts every file
+    name (``Checkpoint.file_stem``: the family member); default ``depth_anything_v2_small``.
     """
     fmt = target(target_name)
     return fmt.module.export_model(model, height, width, out_dir, precisions=tuple(precisions), rewrites=rewrites,
-                                   backends=backends, verbose=verbose, progress=progress)
+                                   backends=backends, verbose=verbose, progress=progress,
+                                   **({"stem": stem} if stem else {}))

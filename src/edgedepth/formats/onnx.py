@@ -24,6 +24,7 @@ import os
 import numpy as np
 
 from ..errors import EdgedepthError
+from ..family import DEFAULT_STEM
 from ..fsutil import atomic_path, write_bytes_atomic
 from ..progress import quiet_output as _quiet
 
@@ -143,8 +144,8 @@ def format_text(info: dict) -> str:
     ])
 
 
-def file_name(height: int, width: int, precision: str, plain: bool = False) -> str:
-    return f"depth_anything_v2_small_{height}x{width}_{precision}{'_plain' if plain else ''}.onnx"
+def file_name(height: int, width: int, precision: str, plain: bool = False, stem: str = DEFAULT_STEM) -> str:
+    return f"{stem}_{height}x{width}_{precision}{'_plain' if plain else ''}.onnx"
 
 
 def _strip_provenance(model) -> None:
@@ -246,21 +247,23 @@ def quantize_int8(fp32_path: str, path: str, *, verbose: bool = False) -> None:
 
 
 def export(module, height: int, width: int, out_dir: str, precisions=("fp32",), *, plain: bool = False,
-           verbose: bool = False, progress=None, names: dict | None = None, fp16_module=None) -> dict[str, str]:
+           verbose: bool = False, progress=None, names: dict | None = None, fp16_module=None,
+           stem: str = DEFAULT_STEM) -> dict[str, str]:
     """Export ``module`` to ``out_dir``; returns {precision: path}.  INT8 is made from the FP32 graph; FP16 from
     ``fp16_module``'s graph when given (the fp16_safe-rescaled model), else from the FP32 graph.
 
     ``names``: {precision: file name (may hold a sub-folder)} to override :func:`file_name` (the release layout).
     """
     progress = progress or (lambda stage: None)
-    paths = {p: os.path.join(out_dir, (names or {}).get(p) or file_name(height, width, p, plain)) for p in precisions}
+    paths = {p: os.path.join(out_dir, (names or {}).get(p) or file_name(height, width, p, plain, stem))
+             for p in precisions}
     for p in paths.values():
         os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
     model = None
     if "fp32" in paths or "int8" in paths or fp16_module is None:
         progress(f"ONNX export FP32 {height}x{width} (torch.onnx dynamo, opset {OPSET})")
         model = to_model_proto(module, height, width, verbose=verbose)
-    fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain) + ".src")
+    fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain, stem) + ".src")
     try:
         if model is not None and ("fp32" in paths or "int8" in paths):
             _write(model, fp32)
@@ -292,7 +295,8 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2):
 
 
 def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32", "fp16", "int8"),
-                 rewrites="default", backends=None, verbose: bool = False, progress=None, names: dict | None = None):
+                 rewrites="default", backends=None, verbose: bool = False, progress=None, names: dict | None = None,
+                 stem: str = DEFAULT_STEM):
     """:func:`edgedepth.formats.export` for ONNX: prepare (ONNX's default rewrites) -> FP32 -> INT8; FP16 from the same
     rewrites plus ``fp16_safe`` (activations rescaled by exact powers of two to fit float16; the plain export has none).
     """
@@ -317,6 +321,6 @@ def export_model(model, height: int, width: int, out_dir: str, *, precisions=("f
         fp16_module, rep16 = prepare(model, height, width, chosen + ["fp16_safe"])
         fp16_applied = [r["name"] for r in rep16 if r["changed"]]
     paths = export(module, height, width, out_dir, precisions, plain=not chosen, verbose=verbose, progress=progress,
-                   names=names, fp16_module=fp16_module)
+                   names=names, fp16_module=fp16_module, stem=stem)
     return [Exported(path, "onnx", precision, None, fp16_applied if precision == "fp16" else applied, {})
             for precision, path in paths.items()]

@@ -39,6 +39,7 @@ import time
 import numpy as np
 
 from ..errors import EdgedepthError
+from ..family import DEFAULT_STEM
 from ..fsutil import atomic_path
 from ..progress import quiet_output as _quiet
 
@@ -188,8 +189,8 @@ BACKEND_IDS = {"xnnpack": "XnnpackBackend", "webgpu": "VulkanBackend", "vulkan":
 _STRUCTURAL = {"executorch_call_delegate", "getitem"}
 
 
-def file_name(height: int, width: int, backend: str, precision: str) -> str:
-    return f"depth_anything_v2_small_{height}x{width}_{backend}_{precision}.pte"
+def file_name(height: int, width: int, backend: str, precision: str, stem: str = DEFAULT_STEM) -> str:
+    return f"{stem}_{height}x{width}_{backend}_{precision}.pte"
 
 
 def _check_args(backend: str, precision: str, int8_ops: str) -> None:
@@ -346,7 +347,8 @@ def export_executorch(module, height: int, width: int, out_path: str, backend: s
 
 
 def export(module, height: int, width: int, out_dir: str, backends=("xnnpack",), precisions=("fp32",), *,
-           rewrites=DEFAULT_REWRITES, verbose: bool = False, progress=None) -> dict[tuple[str, str], dict]:
+           rewrites=DEFAULT_REWRITES, verbose: bool = False, progress=None,
+           stem: str = DEFAULT_STEM) -> dict[tuple[str, str], dict]:
     """Export every (backend, precision) pair that exists (INT8: xnnpack only) to ``out_dir``.
 
     Returns {(backend, precision): stats}; ``progress(stage_name)`` is called as each file starts.
@@ -358,7 +360,7 @@ def export(module, height: int, width: int, out_dir: str, backends=("xnnpack",),
             if precision == "int8" and backend != "xnnpack":
                 continue
             progress(f"ExecuTorch {backend} {precision.upper()} {height}x{width}")
-            path = os.path.join(out_dir, file_name(height, width, backend, precision))
+            path = os.path.join(out_dir, file_name(height, width, backend, precision, stem))
             out[(backend, precision)] = export_executorch(module, height, width, path, backend, precision,
                                                           rewrites=rewrites, verbose=verbose)
     return out
@@ -375,13 +377,13 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2):
 
 
 def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32",), rewrites="default",
-                 backends=None, verbose: bool = False, progress=None):
+                 backends=None, verbose: bool = False, progress=None, stem: str = DEFAULT_STEM):
     """:func:`edgedepth.formats.export` for ExecuTorch: every (backend, precision) pair that exists; ``[Exported]``."""
     from . import Exported
 
     backends = tuple(backends or ("xnnpack",))
     names = DEFAULT_REWRITES if rewrites == "default" else tuple(rewrites or ())
     stats = export(model, height, width, out_dir, backends, precisions, rewrites=names, verbose=verbose,
-                   progress=progress)
+                   progress=progress, stem=stem)
     return [Exported(st["path"], "pte", precision, backend, list(st.get("rewrites", names)), st)
             for (backend, precision), st in sorted(stats.items())]

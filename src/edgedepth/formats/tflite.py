@@ -19,6 +19,7 @@ import tempfile
 import numpy as np
 
 from ..errors import EdgedepthError
+from ..family import DEFAULT_STEM
 from ..fsutil import atomic_path
 from ..progress import quiet_output as _quiet
 from .tflite_precisions import LADDER, calibration_inputs, quantize
@@ -254,9 +255,10 @@ def needs_calibration(precisions) -> bool:
     return any(LADDER[p].calibrated for p in precisions)
 
 
-def file_name(height: int, width: int, precision: str, plain: bool = False) -> str:
+def file_name(height: int, width: int, precision: str, plain: bool = False, stem: str = DEFAULT_STEM) -> str:
+    """``<stem>_<H>x<W>_<precision>[_plain].tflite``; the stem names the family member (``Member.file_stem``)."""
     part = LADDER[precision].file_part if precision in LADDER else precision
-    return f"depth_anything_v2_small_{height}x{width}_{part}{'_plain' if plain else ''}.tflite"
+    return f"{stem}_{height}x{width}_{part}{'_plain' if plain else ''}.tflite"
 
 
 def convert_fp32(module, height: int, width: int, path: str, *, verbose: bool = False) -> None:
@@ -277,14 +279,14 @@ def quantize_int8(fp32_path: str, path: str, *, verbose: bool = False) -> None:
 
 
 def export(module, height: int, width: int, out_dir: str, precisions=DEFAULT_PRECISIONS, *, plain: bool = False,
-           verbose: bool = False, progress=None) -> dict[str, str]:
+           verbose: bool = False, progress=None, stem: str = DEFAULT_STEM) -> dict[str, str]:
     """Export ``module`` to ``out_dir``; returns {precision: path}. Every other precision is made from the FP32 graph.
 
     ``progress(stage_name)`` is called as each stage starts (the CLI drives a bar with it).
     """
     progress = progress or (lambda stage: None)
-    paths = {p: os.path.join(out_dir, file_name(height, width, p, plain)) for p in precisions}
-    fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain) + ".int8src")
+    paths = {p: os.path.join(out_dir, file_name(height, width, p, plain, stem)) for p in precisions}
+    fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain, stem) + ".int8src")
     progress(f"convert FP32 {height}x{width}")
     convert_fp32(module, height, width, fp32, verbose=verbose)
     calibration = None
@@ -312,7 +314,7 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2):
 
 
 def export_model(model, height: int, width: int, out_dir: str, *, precisions=DEFAULT_PRECISIONS, rewrites="default",
-                 backends=None, verbose: bool = False, progress=None):
+                 backends=None, verbose: bool = False, progress=None, stem: str = DEFAULT_STEM):
     """:func:`edgedepth.formats.export` for LiteRT: prepare (rewrites) -> FP32 -> the other precisions; ``[Exported]``."""
     from ..rewrites import prepare
     from . import Exported
@@ -326,5 +328,6 @@ def export_model(model, height: int, width: int, out_dir: str, *, precisions=DEF
     progress("rewrites" if rewrites else "rewrites: off (plain)")
     module, report = prepare(model, height, width, rewrites)
     applied = [r["name"] for r in report if r["changed"]]
-    paths = export(module, height, width, out_dir, precisions, plain=not rewrites, verbose=verbose, progress=progress)
+    paths = export(module, height, width, out_dir, precisions, plain=not rewrites, verbose=verbose, progress=progress,
+                   stem=stem)
     return [Exported(path, "tflite", precision, None, applied, {}) for precision, path in paths.items()]

@@ -192,7 +192,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
         for (h, w), text in zip(parsed, sizes):
             step(f"rewrites + export {text}")
             files = formats.export(ckpt.model, h, w, staging, target_name="litert", precisions=precisions,
-                                   rewrites=recipe.rewrites)
+                                   rewrites=recipe.rewrites, stem=ckpt.file_stem)
             rewrite_reports[text] = files[0].rewrites
             for f in files:
                 path, precision = f.path, f.precision
@@ -310,7 +310,7 @@ def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step, io) -> list[
         h, w = parse_size(text)
         step(f"ExecuTorch {text}: {', '.join(cfg.backends)}")
         files = formats.export(ckpt.model, h, w, staging, target_name="executorch", precisions=cfg.precisions,
-                               backends=cfg.backends)
+                               backends=cfg.backends, stem=ckpt.file_stem)
         for f in files:
             backend, precision, st = f.backend, f.precision, f.stats
             rel = os.path.basename(f.path)

@@ -10,6 +10,7 @@ import json
 import os
 
 from ..errors import EdgedepthError
+from ..family import MEMBERS, Member, member_of_file_name
 from ..fsutil import sha256_file, write_bytes_atomic  # noqa: F401  (sha256_file is part of this API)
 from ..preprocess import MEAN, STD
 
@@ -94,11 +95,32 @@ def verify(folder: str) -> list[str]:
     return sorted(problems)
 
 
+def _release_folder(path: str) -> str | None:
+    """The release folder holding ``path``: beside the file, or one folder up (the onnx-community layout's onnx/)."""
+    here = os.path.dirname(os.path.abspath(path))
+    return next((d for d in (here, os.path.dirname(here)) if os.path.isfile(os.path.join(d, MANIFEST))), None)
+
+
+def member_of_file(path: str) -> Member | None:
+    """The family member a model file says it came from: its release manifest's ``model`` block, else its name."""
+    folder = _release_folder(path)
+    name = (load(folder).get("model") or {}).get("family_member") if folder else None
+    return MEMBERS.get(name) if name else member_of_file_name(path)
+
+
+def check_made_from(paths: list[str], member: Member | None, model: str) -> None:
+    """One line when a file says it came from another family member than ``--model`` (validate would compare a metric
+    file with a relative model, Large with Small, ...).  Files that say nothing (renamed, no manifest) pass."""
+    for p in paths:
+        said = member_of_file(p)
+        if said and member and said.name != member.name:
+            raise EdgedepthError(f"{os.path.basename(p)} was exported from {said.name} ({said.hub_id}) but --model "
+                                 f"{model} is {member.name}: pass the checkpoint the file came from")
+
+
 def verify_next_to(path: str) -> dict | None:
     """If ``path`` sits in a release folder (manifest beside it), check that file against it; returns its entry."""
-    here = os.path.dirname(os.path.abspath(path))
-    # beside the file, or one folder up (the onnx-community layout keeps ONNX files in onnx/)
-    folder = next((d for d in (here, os.path.dirname(here)) if os.path.isfile(os.path.join(d, MANIFEST))), None)
+    folder = _release_folder(path)
     if folder is None:
         return None
     m = load(folder)
