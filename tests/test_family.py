@@ -127,17 +127,39 @@ def test_not_a_depth_anything_folder(tmp_path):
     assert not os.path.exists(tmp_path / "out") or os.listdir(tmp_path / "out") == []
 
 
-def test_large_release_carries_cc_by_nc(tmp_path):
-    """A Large (CC BY-NC 4.0) release says so in the card's front matter, the card, LICENSE, NOTICE and the manifest,
-    and the CLI prints it while building."""
+@pytest.mark.parametrize("recipe,model,licence,says", [
+    ("large", "synthetic-tiny-large", "cc-by-nc-4.0", "relative inverse depth"),
+    ("metric-outdoor-small", "synthetic-tiny-metric-outdoor", "apache-2.0", "metric depth in metres, 0..80")])
+def test_member_release(tmp_path, recipe, model, licence, says):
+    """A member's recipe builds its release: licence in the card's front matter, LICENSE, NOTICE and the manifest (the
+    CLI says so for CC BY-NC), output semantics in the manifest's I/O contract and the card."""
     out = tmp_path / "rel"
-    r = run_cli("release", "--out", out, "--model", "synthetic-tiny-large", "--sizes", "28x42", "--parity-images", "0",
-                "--no-gpu-check")
+    r = run_cli("release", "--recipe", f"recipes/depth-anything-v2-{recipe}.py", "--out", out, "--model", model,
+                "--sizes", "28x42", "--parity-images", "0", "--no-gpu-check")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "licence of large: cc-by-nc-4.0" in r.stderr
     m = json.loads((out / "manifest.json").read_text())
-    assert m["model"]["license"] == "cc-by-nc-4.0" and m["model"]["family_member"] == "large"
+    assert m["model"]["license"] == licence and m["model"]["family_member"] == recipe
+    assert {f["output"]["semantics"] for f in m["files"] if "output" in f} == {MEMBERS[recipe].output_semantics}
     card = (out / "README.md").read_text()
-    assert "\nlicense: cc-by-nc-4.0\n" in card and "non-commercial use only" in card
-    assert (out / "LICENSE").read_text().startswith("Creative Commons Attribution-NonCommercial 4.0")
-    assert "CC BY-NC 4.0" in (out / "NOTICE").read_text()
+    assert f"\nlicense: {licence}\n" in card and says in card
+    assert all(MEMBERS[recipe].file_stem in f["path"] for f in m["files"] if f["path"].endswith(".tflite"))
+    if licence == CC_BY_NC:
+        assert "licence of large: cc-by-nc-4.0" in r.stderr and "non-commercial use only" in card
+        assert (out / "LICENSE").read_text().startswith("Creative Commons Attribution-NonCommercial 4.0")
+        assert "CC BY-NC 4.0" in (out / "NOTICE").read_text()
+
+
+def test_every_member_has_a_recipe():
+    from edgedepth.release.recipe import load_recipe
+
+    for name, m in MEMBERS.items():
+        r = load_recipe(f"recipes/depth-anything-v2-{name}.py")
+        assert r.base_model == m.hub_id and r.model.split("@")[0] == m.hub_id and r.sha256
+
+
+def test_recipe_of_another_member_is_one_line(tmp_path):
+    r = run_cli("release", "--recipe", "recipes/depth-anything-v2-metric-indoor-small.py", "--out", tmp_path / "rel",
+                "--model", "synthetic-tiny", "--sizes", "28x42", "--parity-images", "0", "--no-gpu-check")
+    assert_one_line_error(r, "is for depth-anything/Depth-Anything-V2-Metric-Indoor-Small-hf",
+                          "--model synthetic-tiny is small", "recipes/depth-anything-v2-small.py")
+    assert not os.path.exists(tmp_path / "rel")

@@ -179,7 +179,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
     try:
         step(f"load {model_spec}")
         ckpt = load_checkpoint(model_spec)
-        model_info = _model_info(ckpt)
+        model_info = _model_info(ckpt, recipe)
         if model_info["license"] != "apache-2.0":
             step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
         io = lambda h, w, *names: mf.io_contract(h, w, *names, semantics=model_info["output_semantics"])  # noqa: E731
@@ -374,12 +374,16 @@ def _write_text(path: str, text: str) -> None:
         f.write(text)
 
 
-def _model_info(ckpt) -> dict:
-    """What the files compute and under which licence: the family member (edgedepth.family)."""
+def _model_info(ckpt, recipe: Recipe) -> dict:
+    """What the files compute and under which licence: the family member (edgedepth.family), which must be the one
+    the recipe is for (its card, licence and measured data are that member's)."""
     m = ckpt.member
     if m is None:
         raise EdgedepthError(f"{ckpt.name}: not a known Depth Anything V2 architecture, so its licence and output "
                              "are unknown; release one of edgedepth.family's members")
+    if m.hub_id.lower() != recipe.base_model.lower():
+        raise EdgedepthError(f"recipe {os.path.basename(recipe.path) or recipe.name} is for {recipe.base_model}, but "
+                             f"--model {ckpt.name} is {m.name} ({m.hub_id}): use recipes/depth-anything-v2-{m.name}.py")
     return {"family_member": m.name, "hub_id": m.hub_id, "kind": m.kind, "max_depth_m": m.max_depth,
             "license": m.license, "output_semantics": m.output_semantics}
 

@@ -112,4 +112,6 @@ def load_recipe(path: str) -> Recipe:
     ns = runpy.run_path(path, run_name="edgedepth_recipe")
     if not isinstance(ns.get("RECIPE"), dict):
         raise EdgedepthError(f"recipe {path!r} defines no RECIPE dict")
+    for inc in ns.get("INCLUDES", ()):     # recipes built on another recipe: its bytes are part of the provenance
+        data += open(inc, "rb").read()
     return from_dict(ns["RECIPE"], path=path, sha256=hashlib.sha256(data).hexdigest())
