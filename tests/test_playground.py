@@ -54,7 +54,8 @@ def _require_browser_stack():
 
 # ---------------------------------------------------------------------------------------------------- release folders
 
-def _write_release(folder: str, paths: dict[str, str], size: tuple[int, int], *, gpu_check: bool = True) -> dict:
+def _write_release(folder: str, paths: dict[str, str], size: tuple[int, int], *, gpu_check: bool = True,
+                   model: dict | None = None) -> dict:
     """Copy .tflite files into ``folder`` and write its manifest.json (schema of edgedepth.release.manifest)."""
     from edgedepth.release import manifest as mf
     from edgedepth.formats.tflite import describe
@@ -70,7 +71,7 @@ def _write_release(folder: str, paths: dict[str, str], size: tuple[int, int], *,
         delegated = run_gpu_check(dst)["fully_delegated"] if gpu_check else None
         entries.append(mf.file_entry(folder, name, format="tflite", precision=precision, size=f"{size[0]}x{size[1]}",
                                      **mf.io_contract(*size), ops=describe(dst)["ops"], gpu_fully_delegated=delegated))
-    mf.write(folder, {"name": "playground-test", "files": entries})
+    mf.write(folder, {"name": "playground-test", "files": entries, **({"model": model} if model else {})})
     return {e["precision"]: e for e in entries}
 
 
@@ -96,6 +97,23 @@ def gpu_release(tmp_path_factory, tiny_ckpt):
     folder = str(tmp_path_factory.mktemp("pg_gpu"))
     entries = _write_release(folder, paths, TINY_SIZE)
     return {"folder": folder, "entries": entries, "paths": {"fp32": os.path.join(folder, entries["fp32"]["path"])}}
+
+
+@pytest.fixture(scope="module")
+def metric_release(tmp_path_factory):
+    """synthetic-tiny-metric-outdoor 56x70 FP32 (GPU rewrites): a metric release (manifest ``model`` block, metres)."""
+    from edgedepth import formats
+    from edgedepth.checkpoint import load_checkpoint
+    from edgedepth.release.build import _model_info
+    from edgedepth.release.recipe import load_recipe
+
+    ckpt = load_checkpoint("synthetic-tiny-metric-outdoor", quiet=True)
+    work = str(tmp_path_factory.mktemp("pg_metric_export"))
+    files = formats.export(ckpt.model, *TINY_SIZE, work, precisions=("fp32",), stem=ckpt.file_stem)
+    folder = str(tmp_path_factory.mktemp("pg_metric"))
+    model = _model_info(ckpt, load_recipe("recipes/depth-anything-v2-metric-outdoor-small.py"))
+    entries = _write_release(folder, {"fp32": files[0].path}, TINY_SIZE, gpu_check=False, model=model)
+    return {"folder": folder, "entry": entries["fp32"], "max_depth": ckpt.member.max_depth}
 
 
 # ---------------------------------------------------------------------------------------------------- server + browser
@@ -157,7 +175,7 @@ class Page:
         return self.page.evaluate("""() => { const E = window.edgedepth || {};
             return {state: E.state, backend: E.backend, backendReason: E.backendReason, adapter: E.adapter,
                     source: E.source, downloads: E.downloads, runs: E.runs, errors: E.errors, messages: E.messages,
-                    lastLatencyMs: E.lastLatencyMs, webcam: E.webcam}; }""")
+                    lastLatencyMs: E.lastLatencyMs, webcam: E.webcam, maxDepth: E.maxDepth}; }""")
 
     def wait(self, expr: str, timeout_s: float = 120) -> None:
         try:
@@ -425,6 +443,27 @@ def test_wasm_matches_pytorch_and_draws_the_depth_map(tiny_release, tiny_ckpt, s
     assert colours >= 200, f"depth canvas looks blank: {colours} distinct colours"
     # Everything came from the local server: no CDN, no other host.
     assert all(u.startswith((base, "data:", "blob:")) for u in p.requests), [u for u in p.requests if not u.startswith(base)]
+
+
+def test_metric_release_shows_metres_under_the_cursor(metric_release, serve_folder, open_page):
+    """A metric release: the page colours -depth (bright = near, as predict), captions the range in metres and shows
+    the model's value in metres under the cursor."""
+    from edgedepth.predict import colorize
+
+    p = open_page(f"{serve_folder(metric_release['folder'])}?backend=wasm")
+    st = p.run_photo()
+    assert st["maxDepth"] == metric_release["max_depth"] and not st["errors"], st
+    y = p.array("lastOutput").reshape(TINY_SIZE)
+    assert 0 < y.min() and y.max() < metric_release["max_depth"]
+    pixels = p.page.evaluate("""() => { const c = document.getElementById('depth');
+        return Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data); }""")
+    np.testing.assert_array_equal(np.asarray(pixels, np.uint8).reshape(*TINY_SIZE, 4)[..., :3], colorize(-y))
+    assert f"model range 0–{metric_release['max_depth']} m" in p.page.inner_text("#depth-caption")
+    box = p.page.locator("#depth").bounding_box()
+    p.page.mouse.move(box["x"] + box["width"] * 0.75, box["y"] + box["height"] * 0.25)
+    at = p.page.evaluate("edgedepth.depthAt")
+    assert at["value"] == y[at["y"], at["x"]]
+    assert p.page.inner_text("#depth-at").startswith(f"{y[at['y'], at['x']]:.2f} m at ({at['x']}, {at['y']})")
 
 
 def test_int8_on_wasm_matches_ai_edge_litert(tiny_release, serve_folder, open_page):

@@ -17,7 +17,7 @@ const ui = {
   progressText: $('progress-text'), artifactInfo: $('artifact-info'), messages: $('messages'),
   state: $('st-state'), backendOut: $('st-backend'), adapter: $('st-adapter'), runtime: $('st-runtime'),
   latency: $('st-latency'), file: $('file'), drop: $('drop'), webcam: $('webcam'), photo: $('photo'),
-  depth: $('depth'), video: $('video'),
+  depth: $('depth'), video: $('video'), depthCaption: $('depth-caption'), depthAt: $('depth-at'),
 };
 
 // Everything a test (or a curious user in the console) may read.
@@ -43,6 +43,8 @@ const E = {
   messages: [],
   manifest: null,
   webcam: null,               // null | 'running' | 'stopped' | message when unavailable
+  maxDepth: null,             // metres, for a metric release (manifest.model.kind 'metric'); null: relative depth
+  depthAt: null,              // {x, y, value} under the cursor, in the model output's pixels
 };
 window.edgedepth = E;
 
@@ -484,8 +486,31 @@ async function infer(rgba, width, height) {
 function renderDepth(y, H, W) {
   ui.depth.width = W;
   ui.depth.height = H;
-  ui.depth.getContext('2d').putImageData(new ImageData(colorizeDepth(y), W, H), 0, 0);
+  // Metric depth (metres): near = small, so colour -depth to keep "bright = near" (as predict does).
+  const shown = E.maxDepth === null ? y : y.map((v) => -v);
+  ui.depth.getContext('2d').putImageData(new ImageData(colorizeDepth(shown), W, H), 0, 0);
   if (photoAspect) ui.depth.style.aspectRatio = photoAspect;
+  if (E.maxDepth !== null) {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const v of y) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+    ui.depthCaption.textContent = `metric depth, ${lo.toFixed(2)}–${hi.toFixed(2)} m (model range 0–${E.maxDepth} m; ` +
+      'bright = near); hover for metres';
+  }
+}
+
+/** The model's value under the cursor: metres for a metric release, else relative inverse depth (no unit). */
+function showDepthAt(ev) {
+  if (!E.lastOutput) return;
+  const [, H, W] = E.lastOutputShape;
+  const r = ui.depth.getBoundingClientRect();
+  const x = Math.min(W - 1, Math.max(0, Math.floor(((ev.clientX - r.left) / r.width) * W)));
+  const y = Math.min(H - 1, Math.max(0, Math.floor(((ev.clientY - r.top) / r.height) * H)));
+  const value = E.lastOutput[y * W + x];
+  E.depthAt = { x, y, value };
+  ui.depthAt.textContent = E.maxDepth === null
+    ? `relative inverse depth ${value.toPrecision(4)} at (${x}, ${y}) — no unit`
+    : `${value.toFixed(2)} m at (${x}, ${y})`;
 }
 
 function showLatency() {
@@ -631,6 +656,7 @@ ui.artifact.addEventListener('change', () => {
 ui.backend.addEventListener('change', () => { if (current || loading) ensureModel().catch(() => {}); });
 ui.file.addEventListener('change', () => { if (ui.file.files[0]) runPhoto(ui.file.files[0]); });
 ui.webcam.addEventListener('click', () => { if (stream) stopWebcam(); else startWebcam(); });
+ui.depth.addEventListener('mousemove', showDepthAt);
 for (const t of ['dragenter', 'dragover']) {
   document.addEventListener(t, (e) => { e.preventDefault(); ui.drop.classList.add('over'); });
 }
@@ -692,6 +718,8 @@ async function main() {
     const { manifest, files } = await readManifest();
     E.manifest = manifest;
     manifestFiles = files;
+    const model = manifest.model || {};
+    if (model.kind === 'metric') E.maxDepth = model.max_depth_m;
     const gpu = ui.backend.value === 'wasm' ? {} : await detectWebGPU();
     const use = gpu.adapter && (!gpu.fallback || ui.backend.value === 'webgpu') ? 'webgpu' : 'wasm';
     const rec = (manifest.recommended || {})[use];
