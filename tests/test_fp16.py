@@ -217,6 +217,18 @@ def test_plan_from_rows_uses_margin():
     assert p["groups"]["head.conv2"]["shift"] == 15            # 1e8 / 2^15 = 3052 <= 4094 < 6104
     assert p["groups"]["stream"]["shift"] == 3                 # (300 / 8)^2 = 1406 <= 4094 < (300 / 4)^2
     assert p["groups"]["output"]["shift"] == 0 and p["output_scale"] == 1.0
+    rows[2]["max_abs"] = 1.0e6                                 # a metric head's logits: never rescaled, reported
+    assert plan_from_rows(rows, margin_bits=4)["groups"]["output"]["shift"] == 8
+    m = plan_from_rows(rows, margin_bits=4, fixed_output=True)
+    assert m["groups"]["output"]["shift"] == 0 and m["not_rescalable_over_limit"] == [{"stage": "c", "max_abs": 1e6}]
+
+
+def test_fp16_safe_keeps_a_metric_head_exact(xs):
+    """Every rescaled group of a metric member, and its metres bit-identical (sigmoid x max_depth untouched)."""
+    m = stress_checkpoint(load_checkpoint("synthetic-tiny-metric-indoor", quiet=True))
+    safe, changed = fp16_safe(m.model, RewriteContext(H, W))
+    assert changed > 0 and safe.fp16_safe_plan["groups"]["output"]["shift"] == 0
+    assert _maxdiff(emulate.fp32_outputs(safe, xs), emulate.fp32_outputs(m.model, xs)) == 0.0
 
 
 # ------------------------------------------------------------------------------------------------ FP16 emulation

@@ -16,7 +16,8 @@ and output carries b gets W*b/a, bias*b), the stream factor into its writers (pa
 LayerScale'd o_proj/fc2) and LayerNorm eps (*factor^2).  The head's last conv takes its input's factor back (W*2^k), so
 the depth map itself is unchanged -- unless the depth values themselves exceed the limit, in which case the output stays
 scaled by ``plan["output_scale"]`` (a power of two; the output is relative depth, ReLU(s*z) = s*ReLU(z), so the map is
-preserved up to that recorded factor).  No op is added.
+preserved up to that recorded factor).  A metric head (sigmoid x max_depth: not scale-equivariant) never takes an
+output factor: its logits are reported if they exceed the limit, and the metres stay exact.  No op is added.
 
 Exact: multiplying by a power of two is exact in binary floating point (barring subnormals), and every op on the
 rescaled paths commutes with it exactly (sums, products, convolutions, bilinear resizes, ReLU, LayerNorm with eps*c^2
@@ -54,19 +55,22 @@ def _shift(value: float, limit: float) -> int:
     return max(0, math.ceil(math.log2(value / limit)))
 
 
-def plan_from_rows(rows: list[dict], margin_bits: int = MARGIN_BITS, calibration: dict | None = None) -> dict:
-    """Choose per-group power-of-two shifts from probe rows (``edgedepth.fp16.probe.probe``)."""
+def plan_from_rows(rows: list[dict], margin_bits: int = MARGIN_BITS, calibration: dict | None = None,
+                   fixed_output: bool = False) -> dict:
+    """Choose per-group power-of-two shifts from probe rows (``edgedepth.fp16.probe.probe``).  ``fixed_output``: the
+    output group keeps factor 1 (a metric head: sigmoid is not homogeneous)."""
     limit = FP16_MAX / 2 ** margin_bits
     groups = {}
     for g, e in group_maxima(rows).items():
-        k = _shift(e["max_abs"], limit)
+        k = 0 if fixed_output and g == "output" else _shift(e["max_abs"], limit)
         if g == "stream":                          # LayerNorm squares: (x - mean)^2 * 2^-2k <= limit
             k = max(k, math.ceil(_shift(e["sq_max"], limit) / 2))
         groups[g] = {"max_abs": e["max_abs"], "shift": k, "scale": 2.0 ** -k, "max_after": e["max_abs"] * 2.0 ** -k}
         if g == "stream":
             groups[g].update(sq_max=e["sq_max"], sq_max_after=e["sq_max"] * 4.0 ** -k)
     fixed = [{"stage": r["stage"], "max_abs": r["max_abs"]} for r in rows
-             if not r.get("group") and r["max_abs"] > limit and r["kind"] != "logits"]
+             if (not r.get("group") or (fixed_output and r["group"] == "output")) and r["max_abs"] > limit
+             and r["kind"] != "logits"]
     return {"margin_bits": margin_bits, "limit": limit, "groups": groups,
             "output_scale": groups.get("output", {}).get("scale", 1.0),
             "not_rescalable_over_limit": fixed, "calibration": calibration}
@@ -108,7 +112,8 @@ def make_fp16_safe(model: nn.Module, height: int, width: int, *, inputs=None, im
     else:
         meta = {"size": [height, width], "images": len(inputs), "source": "given inputs"}
     rows = probe(model, inputs, full=False)
-    return apply_plan(model, plan_from_rows(rows, margin_bits, meta))
+    metric = getattr(getattr(model, "config", None), "depth_estimation_type", "relative") == "metric"
+    return apply_plan(model, plan_from_rows(rows, margin_bits, meta, fixed_output=metric))
 
 
 def fp16_safe(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:
