@@ -34,3 +34,12 @@ def test_unmeasured_or_failing_files_are_not_recommended():
     assert r["cpu"]["path"].endswith("_fp32.tflite") and "no CPU latency" in r["cpu"]["why"]  # int8 fails the gate
     assert "smallest" not in r
     assert recommend(entries, "224x224", 0.1) == {}
+
+
+def test_accuracy_is_compared_inside_one_parity_report():
+    """A file measured by two parity reports (22 and 110 images) is ranked by the report that measured most files."""
+    fp32, fp16 = _entry("fp32", 99.7, cpu_ms=1100), _entry("fp16", 51.6, cpu_ms=1090)
+    fp32["parity"] = [{"pooled_rel_l2": 9e-4, "source": "release_22.json"}, {"pooled_rel_l2": 6e-7, "source": "ladder.json"}]
+    fp16["parity"] = [{"pooled_rel_l2": 3e-4, "source": "ladder.json"}]
+    r = recommend([fp32, fp16], "518x686", 0.1)
+    assert r["cpu"]["path"].endswith("_fp32.tflite") and "6.0e-07" in r["cpu"]["why"]   # first-row rule: fp16

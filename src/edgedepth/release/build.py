@@ -59,7 +59,7 @@ def _parity_rows(paths: list[str]) -> dict[str, list[dict]]:
     """sha256 -> CPU parity rows from committed ``edgedepth validate --json`` reports."""
     def rows_of(rep, p):
         if rep.get("kind") == "edgedepth.precision_ladder":
-            yield from _ladder_rows(rep, p, "parity")
+            yield from _ladder_parity(rep, p)
             return
         for r in rep.get("results", []):
             if r.get("sha256") and r.get("metrics") and r.get("backend") == "cpu":
@@ -98,7 +98,7 @@ def _latency_rows(paths: list[str]) -> dict[str, list[dict]]:
             yield from _peer_latency_rows(rep, p)
             return
         if rep.get("kind") == "edgedepth.precision_ladder":
-            yield from _ladder_rows(rep, p, "latency")
+            yield from _ladder_latency(rep, p)
             return
         if rep.get("kind") == "edgedepth.playground_latency":   # LiteRT.js wasm in headless chromium
             for f in rep["files"].values():
@@ -135,17 +135,22 @@ def _peer_latency_rows(rep: dict, p: str):
                 "fastest_peer": {"label": rows[best]["label"], "median_ms": round(rows[best]["median_ms"], 2)}}
 
 
-def _ladder_rows(rep: dict, p: str, what: str):
-    """Rows of ``benchmarks/precision_ladder.py``'s report: CPU parity (110 images) or CPU latency (+ the H200 GPU
-    medians of the same graph, FP32 enforced, when measured), per file sha256."""
-    env, h200 = rep["environment"], rep.get("h200", {}).get("rows", {})
-    for name, r in rep["rows"].items():
-        if what == "parity" and "pooled_rel_l2" in r.get("parity", {}):
+def _ladder_parity(rep: dict, p: str):
+    """CPU parity rows (110 images) of ``benchmarks/precision_ladder.py``'s report, per file sha256."""
+    env = rep["environment"]
+    for r in rep["rows"].values():
+        if "pooled_rel_l2" in r.get("parity", {}):
             yield r["sha256"], {**_round_metrics(r["parity"]), "backend": "cpu", "threads": env.get("threads"),
                                 "cpu": env.get("cpu"), "reference": rep["parity_method"]["reference"],
                                 "image_set_sha256": rep["parity_method"]["image_set_sha256"],
                                 "source": os.path.basename(p)}
-        elif what == "latency" and r.get("cpu_latency"):
+
+
+def _ladder_latency(rep: dict, p: str):
+    """CPU latency rows of the same report (+ the H200 GPU median of the graph, FP32 enforced, when measured)."""
+    env, h200 = rep["environment"], rep.get("h200", {}).get("rows", {})
+    for name, r in rep["rows"].items():
+        if r.get("cpu_latency"):
             v = r["cpu_latency"]
             gpu = (h200.get(name) or {}).get("gpu")
             yield r["sha256"], {

@@ -20,17 +20,24 @@ import collections
 FLOAT = ("fp16", "fp32")
 
 
-def _parity(f: dict) -> float | None:
-    rows = f.get("parity") or []
+def _parity(f: dict, source=None) -> float | None:
+    """The file's pooled rel-L2 from the parity ``source`` (a committed report's name), else its first row."""
+    rows = [r for r in f.get("parity") or [] if source is None or r.get("source") == source]
     return rows[0].get("pooled_rel_l2") if rows else None
+
+
+def _parity_source(files: list[dict]):
+    """The parity report that measured most of ``files`` (their errors are compared inside one image set)."""
+    sources = collections.Counter(r.get("source") for f in files for r in f.get("parity") or [])
+    return max(sources, key=lambda s: (sources[s], str(s))) if sources else None
 
 
 NEAR = 1.05    # files within 5 % of the fastest count as equally fast (run-to-run noise): the most accurate wins
 
 
-def _fastest(ok: list[dict], fp32: dict, backend: str, where: str, label: str) -> dict:
+def _fastest(ok: list[dict], fp32: dict, backend: str, where: str, label: str, psrc=None) -> dict:
     """Among ``ok`` files, compared inside ONE measurement source (the one that timed most of them: never across
-    runs), the most accurate of those within NEAR of the fastest."""
+    runs), the most accurate (parity source ``psrc``) of those within NEAR of the fastest."""
     ms = {f["path"]: {r.get("source"): r for r in f.get("latency") or []
                       if r.get("backend") == backend and r.get("median_ms")} for f in ok}
     sources = collections.Counter(s for d in ms.values() for s in d)
@@ -40,13 +47,13 @@ def _fastest(ok: list[dict], fp32: dict, backend: str, where: str, label: str) -
     timed = [f for f in ok if src in ms[f["path"]]]
     t = {f["path"]: ms[f["path"]][src]["median_ms"] for f in timed}
     best = min(t.values())
-    f = min((f for f in timed if t[f["path"]] <= NEAR * best), key=_parity)
+    f = min((f for f in timed if t[f["path"]] <= NEAR * best), key=lambda f: _parity(f, psrc))
     row = ms[f["path"]][src]
     others = ", ".join(f"{g['precision']} {t[g['path']]:.0f} ms" for g in timed if g is not f)
     return {"path": f["path"], "why": f"{where}: {t[f['path']]:.0f} ms at {row.get('threads')} threads, "
                                       f"{row.get('cpu')}" + (f" (same run: {others})" if others else "")
                                       + f"; the most accurate within {NEAR - 1:.0%} of the fastest, pooled rel-L2 "
-                                      f"{_parity(f):.1e}"}
+                                      f"{_parity(f, psrc):.1e}"}
 
 
 def recommend(entries: list[dict], size: str, gate: float) -> dict:
@@ -66,11 +73,12 @@ def recommend(entries: list[dict], size: str, gate: float) -> dict:
         if h200:
             why += f"; H200 WebGPU {h200[0]:.1f} ms"
         out["webgpu"] = {"path": f["path"], "why": why}
-    ok = [f for f in files if (_parity(f) is not None and _parity(f) <= gate)]
-    out["cpu"] = _fastest(ok, fp32, "cpu", "CPU", "CPU")
-    out["wasm"] = _fastest(ok, fp32, "litertjs-wasm", "LiteRT.js wasm", "LiteRT.js wasm")
+    psrc = _parity_source(files)
+    ok = [f for f in files if (_parity(f, psrc) is not None and _parity(f, psrc) <= gate)]
+    out["cpu"] = _fastest(ok, fp32, "cpu", "CPU", "CPU", psrc)
+    out["wasm"] = _fastest(ok, fp32, "litertjs-wasm", "LiteRT.js wasm", "LiteRT.js wasm", psrc)
     if ok:
         f = min(ok, key=lambda f: f["bytes"])
-        out["smallest"] = {"path": f["path"], "why": f"{f['bytes'] / 1e6:.1f} MB, pooled rel-L2 {_parity(f):.1e} "
+        out["smallest"] = {"path": f["path"], "why": f"{f['bytes'] / 1e6:.1f} MB, pooled rel-L2 {_parity(f, psrc):.1e} "
                                                     f"(within the {gate:g} gate)"}
     return out
