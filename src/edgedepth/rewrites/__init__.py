@@ -17,8 +17,8 @@ from typing import Callable
 from torch import nn
 
 from . import (center_residual_stream, drop_attention_mask, fast_layernorm, fold_attention_scale, fold_layernorm_affine,
-               fold_layerscale, fp16_safe, freeze_position_embedding, fuse_qkv, rank_preserving_fc, static_attention,
-               rank4_attention, token_reassemble, unroll_heads)
+               fold_layerscale, fp16_safe, freeze_position_embedding, fuse_qkv, rank_preserving_fc, split_large_conv,
+               static_attention, rank4_attention, token_reassemble, unroll_heads)
 from ._base import RewriteContext
 
 APPLIED_ATTR = "edgedepth_rewrites"    # names of the rewrites applied to a model, set by apply_rewrites
@@ -53,6 +53,7 @@ PIPELINE: list[Rewrite] = [
     _r(rank4_attention),            # GPU: BATCH_MATMUL on [1,h,N,d] (issue 15, benchmarks/gpu_attribution.py)
     _r(fp16_safe, default=False),   # data-driven (probes calibration photos): `export --fp16-safe`; tests/test_fp16.py
     _r(unroll_heads, default=False),   # measured 1.61x slower on the H200 GPU (benchmarks/gpu_attribution.py)
+    _r(split_large_conv),           # weights > 32 MiB (Large only): ai-edge-quantizer#512; after fp16_safe's neck plan
 ]
 
 REWRITES = {r.name: r for r in PIPELINE}
