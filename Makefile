@@ -27,7 +27,8 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
-# LiteRT.js for the browser playground, exact versions from web/package-lock.json (no CDN at run time).
+# LiteRT.js and ONNX Runtime Web for the browser playground, exact versions from web/package-lock.json (no CDN at
+# run time).
 web/node_modules/.package-lock.json: web/package.json web/package-lock.json
 	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null; }
 	npm ci --prefix web --no-audit --no-fund

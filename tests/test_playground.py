@@ -1,8 +1,10 @@
-"""Browser playground (``edgedepth serve`` + web/): server, preprocessing parity, LiteRT.js on wasm and WebGPU.
+"""Browser playground (``edgedepth serve`` + web/): server, preprocessing parity, LiteRT.js and ONNX Runtime Web on wasm
+and WebGPU, compare mode.
 
 Headless Debian chromium through Playwright (never a downloaded browser). WebGPU runs on SwiftShader with
 ``--enable-unsafe-webgpu``; without it ``requestAdapter()`` returns null (the no-adapter path). Set-up:
-``npm ci --prefix web`` (LiteRT.js) and ``pip install playwright`` (requirements.txt); a missing piece fails the tests.
+``npm ci --prefix web`` (LiteRT.js, ONNX Runtime Web) and ``pip install playwright`` (requirements.txt); a missing piece
+fails the tests.
 FP32 parity follows conftest's policy: the browser's output is compared with a float64 PyTorch run of the same model
 on the same input, within FP32_NOISE_FACTOR of PyTorch FP32's own error.
 """
@@ -21,7 +23,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import FULL_SIZE, TINY_SIZE, assert_within_fp32_noise, float64_reference, rel_l2, torch_fp32, vulkan_problem
+from conftest import (FP32_NOISE_FACTOR, FULL_SIZE, TINY_SIZE, assert_within_fp32_noise, float64_reference, rel_l2,
+                      torch_fp32, vulkan_problem)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VECTORS = os.path.join(ROOT, "tests", "vectors")
@@ -42,6 +45,8 @@ def _prerequisites() -> str | None:
         return f"{CHROMIUM} is missing (apt-get install chromium)"
     if not os.path.isdir(os.path.join(WEB, "node_modules", "@litertjs", "core", "wasm")):
         return "LiteRT.js is not installed: run `npm ci --prefix web`"
+    if not os.path.isdir(os.path.join(WEB, "node_modules", "onnxruntime-web", "dist")):
+        return "ONNX Runtime Web is not installed: run `npm ci --prefix web`"
     return vulkan_problem()     # release folders record gpu_check (LiteRT's GPU accelerator on SwiftShader)
 
 
@@ -55,24 +60,37 @@ def _require_browser_stack():
 # ---------------------------------------------------------------------------------------------------- release folders
 
 def _write_release(folder: str, paths: dict[str, str], size: tuple[int, int], *, gpu_check: bool = True,
-                   model: dict | None = None) -> dict:
-    """Copy .tflite files into ``folder`` and write its manifest.json (schema of edgedepth.release.manifest)."""
-    from edgedepth.release import manifest as mf
+                   model: dict | None = None, onnx: dict[str, str] | None = None) -> dict:
+    """Copy .tflite files (``paths``: {precision: file}) and .onnx files (``onnx``: {precision: file}, at the release
+    layout's onnx/model*.onnx, format "onnx") into ``folder`` and write its manifest.json (schema of
+    edgedepth.release.manifest).  Returns the entries: .tflite by precision, .onnx as ``onnx_<precision>``."""
+    from edgedepth.formats import onnx as onnxfmt
     from edgedepth.formats.tflite import describe
     from edgedepth.formats.tflite import gpu_check as run_gpu_check
+    from edgedepth.release import manifest as mf
+    from edgedepth.release.build import ONNX_LAYOUT
 
     os.makedirs(folder, exist_ok=True)
-    entries = []
+    entries = {}
     for precision, src in paths.items():
         name = os.path.basename(src)
         dst = os.path.join(folder, name)
         if os.path.abspath(src) != os.path.abspath(dst):
             shutil.copyfile(src, dst)
         delegated = run_gpu_check(dst)["fully_delegated"] if gpu_check else None
-        entries.append(mf.file_entry(folder, name, format="tflite", precision=precision, size=f"{size[0]}x{size[1]}",
-                                     **mf.io_contract(*size), ops=describe(dst)["ops"], gpu_fully_delegated=delegated))
-    mf.write(folder, {"name": "playground-test", "files": entries, **({"model": model} if model else {})})
-    return {e["precision"]: e for e in entries}
+        entries[precision] = mf.file_entry(folder, name, format="tflite", precision=precision,
+                                           size=f"{size[0]}x{size[1]}", **mf.io_contract(*size),
+                                           ops=describe(dst)["ops"], gpu_fully_delegated=delegated)
+    for precision, src in (onnx or {}).items():
+        rel = ONNX_LAYOUT[precision]
+        os.makedirs(os.path.join(folder, os.path.dirname(rel)), exist_ok=True)
+        shutil.copyfile(src, os.path.join(folder, rel))
+        entries[f"onnx_{precision}"] = mf.file_entry(
+            folder, rel, format="onnx", runtime="onnxruntime", precision=precision, size=f"{size[0]}x{size[1]}",
+            **mf.io_contract(*size, onnxfmt.INPUT_NAME, onnxfmt.OUTPUT_NAME),
+            ops=onnxfmt.describe(os.path.join(folder, rel))["ops"])
+    mf.write(folder, {"name": "playground-test", "files": list(entries.values()), **({"model": model} if model else {})})
+    return entries
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +115,21 @@ def gpu_release(tmp_path_factory, tiny_ckpt):
     folder = str(tmp_path_factory.mktemp("pg_gpu"))
     entries = _write_release(folder, paths, TINY_SIZE)
     return {"folder": folder, "entries": entries, "paths": {"fp32": os.path.join(folder, entries["fp32"]["path"])}}
+
+
+@pytest.fixture(scope="module")
+def ort_release(tmp_path_factory, tiny_ckpt, gpu_release):
+    """synthetic-tiny 56x70 as ONNX FP32 (ONNX's default rewrites) at onnx/model.onnx, beside gpu_release's LiteRT FP32
+    file (GPU rewrites), in one manifest: what ONNX Runtime Web and compare mode run."""
+    from edgedepth import formats
+
+    work = str(tmp_path_factory.mktemp("pg_ort_export"))
+    (exported,) = formats.export(tiny_ckpt.model, *TINY_SIZE, work, target_name="onnx", precisions=("fp32",))
+    folder = str(tmp_path_factory.mktemp("pg_ort"))
+    entries = _write_release(folder, {"fp32": gpu_release["paths"]["fp32"]}, TINY_SIZE, gpu_check=False,
+                             onnx={"fp32": exported.path})
+    return {"folder": folder, "entries": entries, "onnx": entries["onnx_fp32"],
+            "paths": {k: os.path.join(folder, e["path"]) for k, e in entries.items()}}
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +158,8 @@ def serve_folder():
 
     servers = []
 
-    def start(folder: str) -> str:
-        srv = make_server(folder, port=0)
+    def start(folder: str, **kw) -> str:
+        srv = make_server(folder, port=0, **kw)
         start_in_thread(srv)
         servers.append(srv)
         return url_of(srv)
@@ -175,7 +208,8 @@ class Page:
         return self.page.evaluate("""() => { const E = window.edgedepth || {};
             return {state: E.state, backend: E.backend, backendReason: E.backendReason, adapter: E.adapter,
                     source: E.source, downloads: E.downloads, runs: E.runs, errors: E.errors, messages: E.messages,
-                    lastLatencyMs: E.lastLatencyMs, webcam: E.webcam, maxDepth: E.maxDepth}; }""")
+                    lastLatencyMs: E.lastLatencyMs, webcam: E.webcam, maxDepth: E.maxDepth, mode: E.mode,
+                    artifact: E.artifact, runtime: E.runtime, ort: E.ort, compare: E.compare}; }""")
 
     def wait(self, expr: str, timeout_s: float = 120) -> None:
         try:
@@ -203,7 +237,17 @@ class Page:
         return self.page.inner_text("#messages")
 
     def tflite_requests(self) -> list[str]:
-        return [u for u in self.requests if u.split("?")[0].endswith(".tflite")]
+        return self.model_requests(".tflite")
+
+    def model_requests(self, ext: str) -> list[str]:
+        return [u for u in self.requests if u.split("?")[0].endswith(ext)]
+
+    def canvas(self, canvas_id: str) -> np.ndarray:
+        """RGB pixels of a canvas, [h, w, 3] uint8."""
+        got = self.page.evaluate("""(id) => { const c = document.getElementById(id);
+            const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            return {h: c.height, w: c.width, px: Array.from(px)}; }""", canvas_id)
+        return np.asarray(got["px"], np.uint8).reshape(got["h"], got["w"], 4)[..., :3]
 
     def close(self) -> None:
         self.context.close()
@@ -293,7 +337,10 @@ def test_serve_mime_types_and_isolation_headers(tiny_release, serve_folder):
                 "/release/manifest.json": "application/json", f"/release/{fp32}": "application/octet-stream",
                 "/vendor/@litertjs/core/dist/index.js": "text/javascript",
                 "/vendor/@litertjs/core/wasm/litert_wasm_threaded_internal.wasm": "application/wasm",
-                "/vendor/@litertjs/wasm-utils/dist/index.js": "text/javascript"}
+                "/vendor/@litertjs/wasm-utils/dist/index.js": "text/javascript",
+                "/vendor/onnxruntime-web/dist/ort.webgpu.min.mjs": "text/javascript",
+                "/vendor/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs": "text/javascript",
+                "/vendor/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm": "application/wasm"}
     for path, ctype in expected.items():
         status, headers, body = get(path)
         assert status == 200, path
@@ -303,12 +350,16 @@ def test_serve_mime_types_and_isolation_headers(tiny_release, serve_folder):
         assert int(headers["Content-Length"]) == len(body)
     status, headers, body = get(f"/release/{fp32}", "HEAD")
     assert status == 200 and body == b"" and int(headers["Content-Length"]) == tiny_release["entries"]["fp32"]["bytes"]
-    # Only manifest.json and the files it lists; nothing outside web/ and the two LiteRT.js packages.
+    # Only manifest.json and the files it lists; nothing outside web/, the two LiteRT.js packages and ORT-web's
+    # dist/*.mjs|*.wasm.
     open(os.path.join(tiny_release["folder"], "secret.txt"), "w").write("no")
     try:
         for path in ("/release/secret.txt", "/release/../../../etc/passwd", "/release/%2e%2e/%2e%2e/etc/passwd",
                      "/../pyproject.toml", "/node_modules/@litertjs/core/package.json", "/vendor/@litertjs/core/README.md",
-                     "/vendor/other/x.js", "/package-lock.json", "/nope.html"):
+                     "/vendor/other/x.js", "/package-lock.json", "/nope.html",
+                     "/vendor/onnxruntime-web/package.json", "/vendor/onnxruntime-web/dist/ort.min.js",
+                     "/vendor/onnxruntime-web/dist/ort.webgpu.min.mjs.map", "/vendor/onnxruntime-web/dist/../package.json",
+                     "/vendor/onnxruntime-web/lib/index.mjs", "/node_modules/onnxruntime-web/dist/ort.min.mjs"):
             assert get(path)[0] == 404, path
     finally:
         os.remove(os.path.join(tiny_release["folder"], "secret.txt"))
@@ -597,6 +648,220 @@ def test_page_reports_an_unreadable_release(tiny_release, serve_folder, open_pag
     p = open_page(f"{serve_folder(tiny_release['folder'])}?release=./nowhere/")
     st = p.state()
     assert st["state"] == "error" and "Cannot read the release folder" in p.page.inner_text("#messages .msg.error"), st
+
+
+# ---------------------------------------------------------------------------------------------------- ONNX Runtime Web
+
+def _js_exp(v: float) -> str:
+    """``v.toExponential(2)`` as JavaScript writes it (2.77e-7, not 2.77e-07)."""
+    mantissa, exp = f"{v:.2e}".split("e")
+    return f"{mantissa}e{int(exp)}"
+
+
+def _fp32_noise(model, x) -> float:
+    """PyTorch FP32's own rel-L2 against float64 on ``x``: the unit of conftest's tolerance policy."""
+    return rel_l2(torch_fp32(model, x), float64_reference(model, x))
+
+
+def test_ort_web_wasm_matches_python_onnxruntime(ort_release, tiny_ckpt, serve_folder, open_page):
+    """ONNX Runtime Web on wasm runs onnx/model.onnx: same input as Python (exact); output within FP32 noise of PyTorch
+    float64 and within 2x the factor of Python onnxruntime on the same file (both FP32 runs: conftest policy);
+    wasm threads = LiteRT.js's, recorded with the ORT version; every request to the local server."""
+    from edgedepth.runtimes.onnxruntime import OrtRunner
+
+    base = serve_folder(ort_release["folder"])
+    p = open_page(f"{base}?runtime=ort&backend=wasm")
+    st = p.run_photo()
+    assert st["mode"] == "ort" and st["artifact"] == "onnx/model.onnx" and not st["errors"], st
+    assert st["backend"] == "wasm" and st["source"] == "network" and st["lastLatencyMs"] > 0, st
+    assert st["ort"]["backend"] == "wasm" and st["ort"]["lastLatencyMs"] == st["lastLatencyMs"], st["ort"]
+    rt = st["runtime"]
+    assert rt["ort"] == {"version": "1.31.1", "threads": rt["threads"]}, rt
+    assert rt["crossOriginIsolated"] and rt["threads"] >= 1, rt
+    assert f"ONNX Runtime Web 1.31.1, wasm {rt['threads']} thread" in p.page.inner_text("#st-runtime")
+    assert "ms per inference on wasm" in p.page.inner_text("#st-latency")
+    x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
+    np.testing.assert_array_equal(x, _python_input(PHOTO, TINY_SIZE))
+    y = p.array("lastOutput").reshape(1, *TINY_SIZE)
+    np.testing.assert_array_equal(y, p.array("ortLastOutput").reshape(y.shape))
+    _assert_fp32_parity(y, tiny_ckpt.model, x, "ONNX Runtime Web wasm FP32")
+    runner = OrtRunner(ort_release["paths"]["onnx_fp32"], threads=2)
+    try:
+        ref = runner.run(x)
+    finally:
+        runner.close()
+    err, noise = rel_l2(y, ref), _fp32_noise(tiny_ckpt.model, x)
+    assert err <= 2 * FP32_NOISE_FACTOR * noise, f"ORT-web vs onnxruntime {err:.3e}, PyTorch FP32 noise {noise:.3e}"
+    print(f"ORT-web wasm vs Python onnxruntime: rel-L2 {err:.3e} (PyTorch FP32 noise {noise:.3e}); "
+          f"latency {st['lastLatencyMs']:.1f} ms, {rt['ort']['threads']} threads")
+    assert p.model_requests(".onnx") == [f"{base}release/onnx/model.onnx"], p.model_requests(".onnx")
+    assert all(u.startswith((base, "data:", "blob:")) for u in p.requests), [u for u in p.requests if not u.startswith(base)]
+
+
+def test_compare_mode_runs_both_runtimes_on_the_same_photo(ort_release, tiny_ckpt, serve_folder, open_page):
+    """?runtime=compare: the selected .tflite (FP32 by default) and the manifest's .onnx of the same size run the same
+    tensor; both maps drawn; rel-L2 between them on the page and in E.compare, within the FP32 noise bound (two FP32
+    runs: 2x the factor); both latencies on the page."""
+    from edgedepth.predict import colorize
+
+    base = serve_folder(ort_release["folder"])
+    p = open_page(f"{base}?runtime=compare&backend=wasm")
+    assert p.page.eval_on_selector("#artifact", "e => e.value") == ort_release["entries"]["fp32"]["path"]
+    assert "compared with onnx/model.onnx (FP32" in p.page.inner_text("#artifact-info")
+    st = p.run_photo()
+    assert st["mode"] == "compare" and not st["errors"], st
+    c = st["compare"]
+    assert c["litert"]["backend"] == "wasm" and c["ort"]["backend"] == "wasm", c
+    assert c["litert"]["artifact"] == ort_release["entries"]["fp32"]["path"] and c["ort"]["artifact"] == "onnx/model.onnx"
+    assert c["litert"]["ms"] > 0 and c["ort"]["ms"] > 0, c
+    x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
+    np.testing.assert_array_equal(x, _python_input(PHOTO, TINY_SIZE))
+    y_litert = p.array("lastOutput").reshape(TINY_SIZE)
+    y_ort = p.array("ortLastOutput").reshape(TINY_SIZE)
+    assert c["relL2"] == pytest.approx(rel_l2(y_ort, y_litert), rel=1e-9)     # float64 sums in JS and numpy
+    assert c["maxAbs"] == float(np.abs(y_ort.astype(np.float64) - y_litert).max())
+    noise = _fp32_noise(tiny_ckpt.model, x)
+    assert 0 < c["relL2"] <= 2 * FP32_NOISE_FACTOR * noise, f"compare rel-L2 {c['relL2']:.3e}, noise {noise:.3e}"
+    _assert_fp32_parity(y_litert, tiny_ckpt.model, x, "compare: LiteRT.js wasm FP32")
+    _assert_fp32_parity(y_ort, tiny_ckpt.model, x, "compare: ONNX Runtime Web wasm FP32")
+    # Both maps drawn, each exactly predict.colorize of its runtime's output.
+    assert p.page.is_visible("#depth-ort")
+    np.testing.assert_array_equal(p.canvas("depth"), colorize(y_litert))
+    np.testing.assert_array_equal(p.canvas("depth-ort"), colorize(y_ort))
+    latency = p.page.inner_text("#st-latency")
+    assert f"LiteRT.js {c['litert']['ms']:.1f} ms on wasm" in latency, latency
+    assert f"ONNX Runtime Web {c['ort']['ms']:.1f} ms on wasm" in latency, latency
+    assert f"rel-L2 {_js_exp(c['relL2'])}" in p.page.inner_text("#st-compare")
+    print(f"compare (wasm): LiteRT.js {c['litert']['ms']:.1f} ms, ORT-web {c['ort']['ms']:.1f} ms, "
+          f"rel-L2 {c['relL2']:.3e} (bound {2 * FP32_NOISE_FACTOR * noise:.3e}), max abs {c['maxAbs']:.2e}")
+    assert all(u.startswith((base, "data:", "blob:")) for u in p.requests), [u for u in p.requests if not u.startswith(base)]
+
+
+def test_ort_download_is_verified_and_cached(ort_release, serve_folder, open_page):
+    """The .onnx follows the .tflite rules: verified download, second load from Cache Storage (re-verified, no
+    request), a corrupted cached copy dropped and downloaded again."""
+    url = f"{serve_folder(ort_release['folder'])}?runtime=ort&backend=wasm&autoload=1"
+    p = open_page(url)
+    p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
+    st = p.state()
+    assert st["source"] == "network" and st["ort"]["source"] == "network" and not st["errors"], st
+    assert len(p.model_requests(".onnx")) == 1 and not p.tflite_requests(), p.requests
+    assert "onnx/model.onnx: 0.57 MB, SHA-256 verified (downloaded)" in p.messages_text()
+    p.goto(url)
+    p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
+    st = p.state()
+    assert st["source"] == "cache" and st["downloads"] == 0 and not st["errors"], st
+    assert len(p.model_requests(".onnx")) == 1, p.model_requests(".onnx")
+    assert "from Cache Storage" in p.messages_text()
+    p.run_photo()
+    p.page.evaluate("""async () => { const c = await caches.open('edgedepth-models-v1');
+        for (const req of await c.keys()) { const b = new Uint8Array(await (await c.match(req)).arrayBuffer());
+            b[b.length >> 1] ^= 0xff; await c.put(req, new Response(b)); } }""")
+    p.goto(url)
+    p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
+    st = p.state()
+    assert st["state"] == "ready" and st["source"] == "network" and st["downloads"] == 1, st
+    assert len(p.model_requests(".onnx")) == 2
+    assert "SHA-256 mismatch for onnx/model.onnx (Cache Storage copy)" in p.messages_text()
+
+
+def test_tampered_onnx_is_refused(tmp_path, ort_release, serve_folder, open_page):
+    """One flipped bit in an .onnx after manifest.json was written: refused with the page's message, nothing cached.
+    (An .onnx-only release: the page runs it with ONNX Runtime Web.)"""
+    folder = tmp_path / "release"
+    entry = _write_release(str(folder), {}, TINY_SIZE, onnx={"fp32": ort_release["paths"]["onnx_fp32"]})["onnx_fp32"]
+    path = folder / entry["path"]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    p = open_page(f"{serve_folder(str(folder))}?backend=wasm&autoload=1")
+    p.wait("edgedepth.state === 'error' || edgedepth.state === 'ready'", 60)
+    st = p.state()
+    assert st["mode"] == "ort" and "only .onnx files" in p.messages_text(), st
+    assert st["state"] == "error" and st["backend"] is None and st["runs"] == 0, st
+    assert any("SHA-256 mismatch for onnx/model.onnx" in e and "refusing" in e for e in st["errors"]), st["errors"]
+    shown = p.page.inner_text("#messages .msg.error")
+    assert "SHA-256 mismatch" in shown and entry["sha256"] in shown
+    assert p.page.evaluate("caches.open('edgedepth-models-v1').then(c => c.keys()).then(k => k.length)") == 0
+
+
+def test_ort_web_without_webgpu_adapter_falls_back_to_wasm(pw, ort_release, serve_folder, open_page):
+    b = pw.chromium.launch(executable_path=CHROMIUM, args=BASE_ARGS)  # no --enable-unsafe-webgpu: no adapter
+    try:
+        p = open_page(f"{serve_folder(ort_release['folder'])}?runtime=ort&backend=webgpu", b=b)
+        st = p.run_photo()
+        assert st["backend"] == "wasm" and st["adapter"] is None and st["ort"]["backend"] == "wasm", st
+        assert "no WebGPU adapter" in st["backendReason"] and st["ort"]["backendReason"] == st["backendReason"], st
+        assert "no WebGPU adapter" in p.page.inner_text("#st-backend")
+        assert "Running on wasm (ONNX Runtime Web): no WebGPU adapter" in p.messages_text()
+        p.close()
+    finally:
+        b.close()
+
+
+def _onnx_with_a_cpu_only_op(path: str, size: tuple[int, int]) -> None:
+    """[1,3,H,W] -> [1,H,W] through Det (an op ORT's WebGPU execution provider lacks) on a data-dependent 2x2 slice."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    h, w = size
+    const = lambda name, vals: helper.make_tensor(name, TensorProto.INT64, [len(vals)], vals)  # noqa: E731
+    nodes = [helper.make_node("ReduceMean", ["x", "ax1"], ["m"], keepdims=0),
+             helper.make_node("Slice", ["m", "st", "en", "ax"], ["s"]),
+             helper.make_node("Det", ["s"], ["d"]),
+             helper.make_node("Unsqueeze", ["d", "ax12"], ["d3"]),
+             helper.make_node("Add", ["m", "d3"], ["y"])]
+    graph = helper.make_graph(nodes, "cpu_only", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, h, w])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, h, w])],
+                              [const("ax1", [1]), const("st", [0, 0]), const("en", [2, 2]), const("ax", [1, 2]),
+                               const("ax12", [1, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def test_ort_web_webgpu_falls_back_to_wasm_when_not_fully_delegated(tmp_path, serve_folder, open_page):
+    """A graph ORT would split between WebGPU and the CPU (Det): wasm, with the reason, as for LiteRT.js."""
+    src = str(tmp_path / "det.onnx")
+    _onnx_with_a_cpu_only_op(src, TINY_SIZE)
+    folder = str(tmp_path / "release")
+    _write_release(folder, {}, TINY_SIZE, onnx={"fp32": src})
+    p = open_page(f"{serve_folder(folder)}?runtime=ort&backend=webgpu")
+    st = p.run_photo()
+    assert st["backend"] == "wasm" and "swiftshader" in (st["adapter"] or "").lower(), st
+    assert "not fully delegated to WebGPU" in st["backendReason"] and "CPU" in st["backendReason"], st
+    assert "not fully delegated to WebGPU" in p.page.inner_text("#st-backend")
+    assert "Running on wasm (ONNX Runtime Web)" in p.messages_text()
+
+
+def test_ort_web_on_webgpu_matches_pytorch(ort_release, tiny_ckpt, serve_folder, open_page):
+    """The ONNX graph runs entirely on ORT's WebGPU execution provider (SwiftShader here); FP32 parity with PyTorch."""
+    p = open_page(f"{serve_folder(ort_release['folder'])}?runtime=ort&backend=webgpu")
+    st = p.run_photo(timeout_s=240)
+    assert st["backend"] == "webgpu" and st["backendReason"] is None and not st["errors"], st
+    assert "swiftshader" in st["adapter"].lower()
+    assert p.page.inner_text("#st-backend").startswith("WebGPU")
+    x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
+    _assert_fp32_parity(p.array("ortLastOutput"), tiny_ckpt.model, x, "ONNX Runtime Web WebGPU (SwiftShader) FP32")
+    print(f"ORT-web WebGPU (SwiftShader) first inference {st['lastLatencyMs']:.0f} ms")
+
+
+def test_page_says_what_to_run_without_onnxruntime_web(tmp_path, ort_release, serve_folder, open_page):
+    """web/ without node_modules/onnxruntime-web: the server still starts (LiteRT.js works); choosing ONNX Runtime Web
+    says what to run."""
+    web = tmp_path / "web"
+    shutil.copytree(WEB, web, ignore=shutil.ignore_patterns("node_modules"))
+    (web / "node_modules").mkdir()
+    os.symlink(os.path.join(WEB, "node_modules", "@litertjs"), web / "node_modules" / "@litertjs")
+    from edgedepth.serve import ort_problem
+
+    assert "npm ci --prefix" in ort_problem(str(web))
+    p = open_page(f"{serve_folder(ort_release['folder'], web=str(web))}?runtime=ort&backend=wasm&autoload=1")
+    p.wait("edgedepth.state === 'error' || edgedepth.state === 'ready'", 60)
+    st = p.state()
+    assert st["state"] == "error" and st["backend"] is None, st
+    shown = p.page.inner_text("#messages")
+    assert "ONNX Runtime Web could not start" in shown and "npm ci --prefix web" in shown, shown
 
 
 # ---------------------------------------------------------------------------------------------------- full size

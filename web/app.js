@@ -1,8 +1,10 @@
-// edgedepth playground: manifest.json -> verified download (Cache Storage) -> LiteRT.js (WebGPU or wasm) -> depth map.
-// Plain ES module, no framework, no bundler. Test hooks live on window.edgedepth (see web/README.md).
+// edgedepth playground: manifest.json -> verified download (Cache Storage) -> LiteRT.js and/or ONNX Runtime Web
+// (WebGPU or wasm) -> depth map(s). Plain ES module, no framework, no bundler. Test hooks live on window.edgedepth
+// (see web/README.md).
 
 import * as litert from '@litertjs/core';
 import { colorizeDepth } from './colormap.js';
+import { createSession, loadOrt, ortInfo, runSession } from './ort.js';
 import { decodeImage, preprocessRGBA } from './preprocess.js';
 
 const params = new URLSearchParams(location.search);
@@ -10,26 +12,32 @@ const RELEASE = withSlash(params.get('release') || './release/');
 const VENDOR = './vendor/@litertjs/core/';
 const CACHE_NAME = 'edgedepth-models-v1';
 const PHOTO_MAX = 1280;   // longest side of the displayed photo
+const NAMES = { litert: 'LiteRT.js', ort: 'ONNX Runtime Web' };
+const MODES = ['litert', 'ort', 'compare'];
 
 const $ = (id) => document.getElementById(id);
 const ui = {
-  artifact: $('artifact'), backend: $('backend'), load: $('load'), progress: $('progress'),
+  mode: $('runtime'), artifact: $('artifact'), backend: $('backend'), load: $('load'), progress: $('progress'),
   progressText: $('progress-text'), artifactInfo: $('artifact-info'), messages: $('messages'),
   state: $('st-state'), backendOut: $('st-backend'), adapter: $('st-adapter'), runtime: $('st-runtime'),
-  latency: $('st-latency'), file: $('file'), drop: $('drop'), webcam: $('webcam'), photo: $('photo'),
-  depth: $('depth'), video: $('video'), depthCaption: $('depth-caption'), depthAt: $('depth-at'),
+  latency: $('st-latency'), compareRow: $('st-compare-row'), compare: $('st-compare'), file: $('file'),
+  drop: $('drop'), webcam: $('webcam'), photo: $('photo'), views: $('views'), depth: $('depth'), video: $('video'),
+  depthCaption: $('depth-caption'), depthAt: $('depth-at'), depthTitle: $('depth-title'), ortFigure: $('ort-figure'),
+  depthOrt: $('depth-ort'),
 };
 
 // Everything a test (or a curious user in the console) may read.
 const E = {
   state: 'starting',          // starting | idle | downloading | verifying | compiling | ready | running | error
+  mode: 'litert',             // 'litert' | 'ort' | 'compare': which runtime(s) run the photo
+  // The fields below describe the page's runtime: LiteRT.js ('litert' and 'compare') or ONNX Runtime Web ('ort').
   artifact: null,             // manifest path of the loaded file
   backend: null,              // 'webgpu' | 'wasm' (what actually runs)
   backendRequested: null,     // 'auto' | 'webgpu' | 'wasm'
   backendReason: null,        // why wasm runs when WebGPU was possible to ask for
   adapter: null,              // WebGPU adapter name, or null
   adapterIsFallback: null,
-  runtime: null,              // {litertjs, threads, crossOriginIsolated}
+  runtime: null,              // {litertjs, threads, crossOriginIsolated, ort: {version, threads} once ORT-web loaded}
   source: null,               // 'network' | 'cache' for the loaded file
   downloads: 0,               // network downloads of model files in this page
   lastInput: null,            // Float32Array [1,3,H,W] of the last inference
@@ -37,7 +45,7 @@ const E = {
   lastOutputShape: null,
   lastLatencyMs: null,        // model.run + output read-back
   lastPreprocessMs: null,
-  latencies: [],
+  latencies: [],              // this model's latencies (ms), one per inference since it was loaded
   runs: 0,
   errors: [],
   messages: [],
@@ -45,12 +53,17 @@ const E = {
   webcam: null,               // null | 'running' | 'stopped' | message when unavailable
   maxDepth: null,             // metres, for a metric release (manifest.model.kind 'metric'); null: relative depth
   depthAt: null,              // {x, y, value} under the cursor, in the model output's pixels
+  ort: null,                  // ONNX Runtime Web's model ('ort', 'compare'): {artifact, backend, backendReason, source,
+                              //   lastLatencyMs, latencies}
+  ortLastOutput: null,        // Float32Array [1,H,W] of ONNX Runtime Web's last inference
+  compare: null,              // 'compare': {relL2, maxAbs, litert: {ms, backend, artifact}, ort: {...}}
 };
 window.edgedepth = E;
 
-let manifestFiles = [];
-let current = null;           // {key, entry, choice, model, backend, reason}
-let loading = null;           // {key, promise} of the load in progress
+let manifestFiles = { litert: [], ort: [] };   // .tflite and .onnx entries of manifest.json
+let recommended = null;       // manifest.json's recommendation for the backend that will run, {path, why, use}
+const current = { litert: null, ort: null };   // per runtime: {key, entry, choice, model, backend, reason, source}
+const loading = { litert: null, ort: null };   // per runtime: {key, promise} of the load in progress
 let busy = false;
 let pending = null;           // latest image waiting while an inference runs
 let photoAspect = null;
@@ -98,6 +111,9 @@ function label(f) {
     .filter(Boolean).join(' · ');
 }
 
+const isTflite = (f) => f.format === 'tflite' || /\.tflite$/i.test(f.path || '');
+const isOnnx = (f) => f.format === 'onnx' || /\.onnx$/i.test(f.path || '');
+
 async function readManifest() {
   let res;
   try {
@@ -115,46 +131,79 @@ async function readManifest() {
   if (m.schema_version !== 1 || !Array.isArray(m.files)) {
     throw new Error('manifest.json is not an edgedepth manifest (schema_version 1 with files)');
   }
-  const files = m.files.filter((f) => f.format === 'tflite' || /\.tflite$/i.test(f.path || ''));
+  const files = m.files.filter((f) => isTflite(f) || isOnnx(f));
   const bad = files.filter((f) => !f.sha256 || !Number.isFinite(f.bytes) || !Array.isArray(f.input?.shape) ||
     f.input.shape.length !== 4);
   if (bad.length) throw new Error(`manifest.json: ${bad[0].path} lacks sha256, bytes or a [1,3,H,W] input shape`);
-  if (!files.length) throw new Error('manifest.json lists no .tflite file: nothing to run');
-  return { manifest: m, files };
+  if (!files.length) throw new Error('manifest.json lists no .tflite or .onnx file: nothing to run');
+  return { manifest: m, files: { litert: files.filter(isTflite), ort: files.filter(isOnnx) } };
 }
 
-// The default file: manifest.json's recommendation for the backend that will run (WebGPU on a real adapter:
-// the fp16-weight file, half the download; wasm: the file recommended for the CPU / wasm).
-function fillArtifacts(recommended) {
+function mode() { return ui.mode.value; }
+/** The runtime whose state the page's main fields show (LiteRT.js also in compare mode). */
+function primary() { return mode() === 'ort' ? 'ort' : 'litert'; }
+function listed() { return manifestFiles[primary()]; }
+
+/** The .onnx compared with a .tflite: same input size; the same precision, else FP32, else any. */
+function partnerOf(f) {
+  if (!f) return null;
+  const [, , h, w] = f.input.shape;
+  const same = manifestFiles.ort.filter((o) => o.input.shape[2] === h && o.input.shape[3] === w);
+  return same.find((o) => o.precision === f.precision) || same.find((o) => o.precision === 'fp32') || same[0] || null;
+}
+
+/** The default file: for LiteRT.js, manifest.json's recommendation for the backend that will run (WebGPU on a real
+ * adapter: the fp16-weight file, half the download; wasm: the file recommended for the CPU / wasm); for compare, an
+ * FP32 .tflite that has a matching .onnx (the recommended size first); else the first of the sorted list. */
+function defaultFile(files) {
+  const rec = recommended && files.find((f) => f.path === recommended.path);
+  if (mode() === 'compare') {
+    const pairs = files.filter((f) => partnerOf(f));
+    const fp32 = pairs.filter((f) => f.precision === 'fp32');
+    return fp32.find((f) => rec && f.size === rec.size) || fp32[0] || pairs[0] || files[0];
+  }
+  return rec || files[0];
+}
+
+/** Fill the artifact list for the runtime mode; keep `keep` (a path) when it is listed, else the default file. */
+function fillArtifacts(keep, announce = false) {
   const order = (f) => [f.size === '518x686' ? 0 : 1, f.size || '', f.precision === 'fp32' ? 0 : 1];
-  manifestFiles.sort((a, b) => {
+  const files = [...listed()].sort((a, b) => {
     const x = order(a);
     const y = order(b);
     return x[0] - y[0] || x[1].localeCompare(y[1]) || x[2] - y[2];
   });
-  ui.artifact.replaceChildren(...manifestFiles.map((f) => new Option(label(f), f.path)));
-  const wanted = params.get('artifact');
-  if (!wanted && recommended && manifestFiles.some((f) => f.path === recommended.path)) {
-    ui.artifact.value = recommended.path;
-    say('info', `Default file ${recommended.path}: recommended for ${recommended.use} (${recommended.why}).`);
+  ui.artifact.replaceChildren(...files.map((f) => new Option(label(f), f.path)));
+  const keepable = files.find((f) => f.path === keep);
+  if (keepable && (mode() !== 'compare' || partnerOf(keepable))) {
+    ui.artifact.value = keep;
+  } else {
+    if (keep && announce) say('warn', `?artifact=${keep} is not a ${primary() === 'ort' ? '.onnx' : '.tflite'} file of ` +
+      'manifest.json; using the default file');
+    const f = defaultFile(files);
+    if (f) ui.artifact.value = f.path;
+    if (announce && f && recommended && f.path === recommended.path) {
+      say('info', `Default file ${f.path}: recommended for ${recommended.use} (${recommended.why}).`);
+    }
   }
-  if (wanted) {
-    if (manifestFiles.some((f) => f.path === wanted)) ui.artifact.value = wanted;
-    else say('warn', `?artifact=${wanted} is not in manifest.json; using ${ui.artifact.value}`);
-  }
-  ui.artifact.disabled = false;
+  ui.artifact.disabled = !files.length;
   showArtifactInfo();
 }
 
-function selectedEntry() { return manifestFiles.find((f) => f.path === ui.artifact.value); }
+function selectedEntry() { return listed().find((f) => f.path === ui.artifact.value); }
 
 function showArtifactInfo() {
   const f = selectedEntry();
-  if (!f) return;
+  if (!f) {
+    ui.artifactInfo.textContent = '';
+    return;
+  }
   const [, , h, w] = f.input.shape;
+  const other = mode() === 'compare' ? partnerOf(f) : null;
   ui.artifactInfo.textContent = `${f.path} — input ${f.input.name || ''} [1,3,${h},${w}] float32 NCHW, ` +
-    `output [1,${h},${w}]` + (f.ops ? `, ${f.ops} ops` : '') +
-    `, sha256 ${f.sha256.slice(0, 16)}…`;
+    `output [1,${h},${w}]` + (f.ops ? `, ${f.ops} ops` : '') + `, sha256 ${f.sha256.slice(0, 16)}…` +
+    (mode() !== 'compare' ? '' : other ? `; compared with ${other.path} (${(other.precision || '?').toUpperCase()}, ` +
+      `sha256 ${other.sha256.slice(0, 16)}…)` : `; no .onnx of ${h}x${w} in manifest.json to compare with`);
 }
 
 // ---------------------------------------------------------------------------------------------------- runtime
@@ -181,11 +230,37 @@ async function loadRuntime() {
   let version = '?';
   try { version = (await (await fetch(`${VENDOR}package.json`)).json()).version; } catch { /* shown as ? */ }
   const n = lr.liteRtWasm.getThreadCount ? lr.liteRtWasm.getThreadCount() : 1;
-  E.runtime = { litertjs: version, threads: threads ? n : 1, crossOriginIsolated: isolated };
-  ui.runtime.textContent = `LiteRT.js ${version}, wasm ${threads ? `${n} threads` : '1 thread'}` +
-    (isolated ? '' : ' (page not cross-origin isolated: no threads)');
+  E.runtime = { litertjs: version, threads: threads ? n : 1, crossOriginIsolated: isolated, ort: null };
+  showRuntime();
   if (!isolated) say('warn', 'The page is not cross-origin isolated (COOP/COEP headers missing): wasm runs single-threaded.');
   return lr;
+}
+
+function showRuntime() {
+  const r = E.runtime;
+  const t = (n) => `wasm ${n === 1 ? '1 thread' : `${n} threads`}`;
+  ui.runtime.textContent = `LiteRT.js ${r.litertjs}, ${t(r.threads)}` +
+    (r.ort ? ` · ONNX Runtime Web ${r.ort.version}, ${t(r.ort.threads)}` : '') +
+    (r.crossOriginIsolated ? '' : ' (page not cross-origin isolated: no threads)');
+}
+
+// ONNX Runtime Web is loaded when first needed, with LiteRT.js's wasm thread count (same CPU budget for both).
+let ortReady = null;
+function ensureOrt() {
+  if (!ortReady) {
+    ortReady = (async () => {
+      await runtimeReady;
+      try {
+        E.runtime.ort = await loadOrt(E.runtime.threads);
+      } catch (e) {
+        throw new Error(`ONNX Runtime Web could not start (${msg(e)}). Is \`npm ci --prefix web\` done? Run it and ` +
+          'restart `edgedepth serve`');
+      }
+      showRuntime();
+    })();
+    ortReady.catch(() => { ortReady = null; });   // try again on the next load
+  }
+  return ortReady;
 }
 
 async function detectWebGPU() {
@@ -228,8 +303,71 @@ function diagnostics(lines) {
   return useful.length ? `. LiteRT says: ${[...new Set(useful)].slice(0, 4).join(' ').slice(0, 400)}` : '';
 }
 
-async function compile(bytes, entry, choice) {
-  const lr = litert.getGlobalLiteRt();
+/** LiteRT.js on WebGPU: {model} when fully delegated, else {reason}. */
+async function litertWebGPU(bytes, entry, gpu) {
+  if (!litert.getWebGpuDevice()) return { reason: `LiteRT.js could not create a WebGPU device on ${gpu.name}` };
+  const seq = consoleSeq;
+  try {
+    const m = await litert.getGlobalLiteRt().loadAndCompile(bytes, { accelerator: 'webgpu', gpuOptions: { precision: 'fp32' } });
+    if (m.options.accelerator === 'webgpu' && m.isFullyAccelerated) return { model: m };
+    const split = m.options.accelerator === 'webgpu';
+    m.delete();
+    return {
+      reason: 'the model is not fully delegated to WebGPU (' +
+        (split ? 'LiteRT.js would split it between WebGPU and wasm' : 'LiteRT.js fell back to wasm') + ')' +
+        (entry.gpu_fully_delegated === false ? '; manifest.json also says gpu_fully_delegated: false' : '') +
+        diagnostics(linesSince(seq)),
+    };
+  } catch (e) {
+    return { reason: `WebGPU compilation failed: ${msg(e)}${diagnostics(linesSince(seq))}` };
+  }
+}
+
+/** ONNX Runtime Web on WebGPU (its WebGPU execution provider, no CPU fallback): {model} or {reason}. */
+async function ortWebGPU(bytes) {
+  try {
+    return { model: await createSession(bytes, 'webgpu') };
+  } catch (e) {
+    return {
+      reason: e.notFullyDelegated ? 'the model is not fully delegated to WebGPU (ONNX Runtime would run some nodes ' +
+        `on the CPU: ${e.message})` : `WebGPU session creation failed: ${e.message}`,
+    };
+  }
+}
+
+/** Per runtime: compile on WebGPU or wasm, run one [1,3,H,W] tensor (input + run + output read-back), free. */
+const runners = {
+  litert: {
+    webgpu: litertWebGPU,
+    wasm: (bytes) => litert.getGlobalLiteRt().loadAndCompile(bytes, { accelerator: 'wasm' }),
+    async run(model, tensor, H, W) {
+      const input = new litert.Tensor(tensor, [1, 3, H, W]);
+      let outputs;
+      try {
+        outputs = await model.run(input);
+      } finally {
+        input.delete();
+      }
+      const first = outputs[0];
+      const host = first.accelerator === 'wasm' ? first : await first.moveTo('wasm');
+      const y = host.toTypedArray().slice();
+      host.delete();
+      for (const t of outputs.slice(1)) t.delete();
+      return y;
+    },
+    dispose: (model) => model.delete(),
+  },
+  ort: {
+    webgpu: ortWebGPU,
+    wasm: (bytes) => createSession(bytes, 'wasm'),
+    run: runSession,
+    dispose: (session) => session.release(),
+  },
+};
+
+/** The same backend rules for both runtimes: 'wasm' is wasm; otherwise WebGPU on a usable adapter ('auto': not a
+ * software fallback adapter) when the runtime can run the whole model there, else wasm with the reason. */
+async function compile(rt, bytes, entry, choice) {
   let reason = null;
   E.adapter = null;
   E.adapterIsFallback = null;
@@ -242,30 +380,16 @@ async function compile(bytes, entry, choice) {
     } else if (gpu.fallback && choice === 'auto') {
       reason = `the WebGPU adapter (${gpu.name}) is a software fallback adapter, slower than wasm; ` +
         'choose "WebGPU" to use it anyway';
-    } else if (!litert.getWebGpuDevice()) {
-      reason = `LiteRT.js could not create a WebGPU device on ${gpu.name}`;
     } else {
       if (gpu.fallback) say('warn', `WebGPU adapter ${gpu.name} is a software (CPU) fallback adapter: expect it to be slow.`);
-      const seq = consoleSeq;
-      try {
-        const m = await lr.loadAndCompile(bytes, { accelerator: 'webgpu', gpuOptions: { precision: 'fp32' } });
-        if (m.options.accelerator === 'webgpu' && m.isFullyAccelerated) {
-          return { model: m, backend: 'webgpu', reason: null };
-        }
-        const split = m.options.accelerator === 'webgpu';
-        m.delete();
-        reason = 'the model is not fully delegated to WebGPU (' +
-          (split ? 'LiteRT.js would split it between WebGPU and wasm' : 'LiteRT.js fell back to wasm') + ')' +
-          (entry.gpu_fully_delegated === false ? '; manifest.json also says gpu_fully_delegated: false' : '') +
-          diagnostics(linesSince(seq));
-      } catch (e) {
-        reason = `WebGPU compilation failed: ${msg(e)}${diagnostics(linesSince(seq))}`;
-      }
+      const r = await runners[rt].webgpu(bytes, entry, gpu);
+      if (r.model) return { model: r.model, backend: 'webgpu', reason: null };
+      reason = r.reason;
     }
     reason = reason.replace(/[.\s]+$/, '');
-    say('warn', `Running on wasm: ${reason}.`);
+    say('warn', `Running on wasm${rt === 'ort' ? ' (ONNX Runtime Web)' : ''}: ${reason}.`);
   }
-  const model = await lr.loadAndCompile(bytes, { accelerator: 'wasm' });
+  const model = await runners[rt].wasm(bytes);
   return { model, backend: 'wasm', reason };
 }
 
@@ -348,7 +472,8 @@ async function openCache() {
   }
 }
 
-/** Bytes of `entry`, verified against manifest.json: from Cache Storage (re-verified) or downloaded and cached. */
+/** {bytes, source} of `entry`, verified against manifest.json: from Cache Storage (re-verified, source 'cache') or
+ * downloaded and cached ('network'). The same rules for .tflite and .onnx files. */
 async function verifiedBytes(entry) {
   const cache = await openCache();
   const key = new URL(`${fileUrl(entry)}?sha256=${entry.sha256}`, location.href).href;
@@ -360,8 +485,7 @@ async function verifiedBytes(entry) {
       progress(bytes.byteLength, entry.bytes, `${mb(bytes.byteLength)} MB from Cache Storage`);
       try {
         await verify(bytes, entry, 'Cache Storage copy');
-        E.source = 'cache';
-        return bytes;
+        return { bytes, source: 'cache' };
       } catch (e) {
         if (!(e instanceof Refused)) throw e;
         await cache.delete(key);
@@ -373,7 +497,6 @@ async function verifiedBytes(entry) {
   const bytes = await download(entry);
   setState('verifying');
   await verify(bytes, entry, 'download');
-  E.source = 'network';
   if (cache) {
     try {
       await cache.put(key, new Response(bytes, { headers: { 'Content-Type': 'application/octet-stream' } }));
@@ -386,66 +509,127 @@ async function verifiedBytes(entry) {
       say('warn', `Could not store ${entry.path} in Cache Storage (${msg(e)}); it will be downloaded next time.`);
     }
   }
-  return bytes;
+  return { bytes, source: 'network' };
 }
 
 // ---------------------------------------------------------------------------------------------------- model
 
 function keyOf(entry, choice) { return `${entry ? entry.path : ''}|${choice}`; }
 
-/** The compiled model for the selected artifact and backend: the current one, the one loading, or a new load. */
-function ensureModel() {
+/** What the mode runs: [{rt, entry}] (compare: the selected .tflite, then its .onnx partner). */
+function wanted() {
   const entry = selectedEntry();
+  if (mode() === 'ort') return [{ rt: 'ort', entry }];
+  if (mode() === 'litert') return [{ rt: 'litert', entry }];
+  const other = partnerOf(entry);
+  if (entry && !other) {
+    const [, , h, w] = entry.input.shape;
+    throw new Error(`compare needs an .onnx file of the same input size (${h}x${w}) as ${entry.path}; ` +
+      'manifest.json lists none');
+  }
+  return [{ rt: 'litert', entry }, { rt: 'ort', entry: other }];
+}
+
+/** The compiled models the mode needs, loaded one after the other: [current.litert] and/or [current.ort]. */
+async function ensureModels() {
+  let want;
+  try {
+    want = wanted();
+  } catch (e) {
+    setState('error');
+    say('error', e.message);
+    throw e;
+  }
+  const out = [];
+  for (const { rt, entry } of want) out.push(await ensureModel(rt, entry));
+  const c = current[primary()];   // after a mode switch the main fields follow the mode's runtime
+  if (c) {
+    Object.assign(E, { artifact: c.entry.path, backend: c.backend, backendReason: c.reason, source: c.source,
+      latencies: c.latencies });
+  }
+  showBackends();
+  return out;
+}
+
+/** The compiled model for `entry` on the selected backend: the current one, the one loading, or a new load. */
+function ensureModel(rt, entry) {
   const choice = ui.backend.value;
   const key = keyOf(entry, choice);
-  if (current && current.key === key) return Promise.resolve(current);
-  if (loading && loading.key === key) return loading.promise;
-  const before = loading ? loading.promise.catch(() => {}) : Promise.resolve();
-  const promise = before.then(() => (current && current.key === key ? current : loadModel(entry, choice)));
-  loading = { key, promise };
-  promise.catch(() => {}).finally(() => { if (loading && loading.promise === promise) loading = null; });
+  if (current[rt] && current[rt].key === key) return Promise.resolve(current[rt]);
+  if (loading[rt] && loading[rt].key === key) return loading[rt].promise;
+  const before = loading[rt] ? loading[rt].promise.catch(() => {}) : Promise.resolve();
+  const promise = before.then(() => (current[rt] && current[rt].key === key ? current[rt] : loadModel(rt, entry, choice)));
+  loading[rt] = { key, promise };
+  promise.catch(() => {}).finally(() => { if (loading[rt] && loading[rt].promise === promise) loading[rt] = null; });
   return promise;
 }
 
-// A model is deleted only when no inference is using it.
+// A model is freed only when no inference is using it.
 const retired = [];
-function retire(model) {
-  retired.push(model);
+function retire(rt) {
+  if (!current[rt]) return;
+  retired.push(current[rt]);
+  current[rt] = null;
   flushRetired();
 }
 function flushRetired() {
   if (busy) return;
-  for (const m of retired.splice(0)) {
-    try { m.delete(); } catch { /* already gone */ }
+  for (const { rt, model } of retired.splice(0)) {
+    try {
+      Promise.resolve(runners[rt].dispose(model)).catch(() => {});
+    } catch { /* already gone */ }
   }
 }
 
-async function loadModel(entry, choice) {
+function showBackends() {
+  const one = (rt) => {
+    const c = current[rt];
+    if (!c) return '—';
+    return c.backend === 'webgpu' ? `WebGPU${rt === 'litert' ? ' (FP32 precision requested)' : ''}` :
+      `wasm (CPU)${c.reason ? ` — ${c.reason}` : ''}`;
+  };
+  ui.backendOut.textContent = mode() === 'compare' ? `${NAMES.litert}: ${one('litert')} · ${NAMES.ort}: ${one('ort')}` :
+    one(primary());
+}
+
+async function loadModel(rt, entry, choice) {
   if (!entry) throw new Error('no artifact selected');
+  const main = rt === primary();
   ui.load.disabled = true;
   try {
-    Object.assign(E, { artifact: entry.path, backend: null, backendReason: null, backendRequested: choice, source: null });
-    ui.backendOut.textContent = '—';
-    const bytes = await verifiedBytes(entry);
-    say('info', `${entry.path}: ${mb(entry.bytes)} MB, SHA-256 verified (${E.source === 'cache' ? 'from Cache Storage' : 'downloaded'}).`);
+    if (main) {
+      Object.assign(E, { artifact: entry.path, backend: null, backendReason: null, backendRequested: choice, source: null });
+    }
+    if (rt === 'ort') {
+      E.ort = { artifact: entry.path, backend: null, backendReason: null, source: null, lastLatencyMs: null, latencies: null };
+    }
+    const ready = rt === 'ort' ? ensureOrt() : runtimeReady;
+    const { bytes, source } = await verifiedBytes(entry);
+    const where = source === 'cache' ? 'from Cache Storage' : 'downloaded';
+    say('info', `${entry.path}: ${mb(entry.bytes)} MB, SHA-256 verified (${where}).`);
+    if (main) E.source = source;
+    if (rt === 'ort') E.ort.source = source;
     setState('compiling');
-    await runtimeReady;
+    await ready;
     const t0 = performance.now();
-    const compiled = await compile(bytes, entry, choice);
+    const compiled = await compile(rt, bytes, entry, choice);
     const ms = performance.now() - t0;
-    if (current) retire(current.model);
-    current = { key: keyOf(entry, choice), entry, choice, ...compiled };
-    Object.assign(E, { backend: compiled.backend, backendReason: compiled.reason });
-    ui.backendOut.textContent = compiled.backend === 'webgpu' ? 'WebGPU (FP32 precision requested)' :
-      `wasm (CPU)${compiled.reason ? ` — ${compiled.reason}` : ''}`;
+    retire(rt);
+    current[rt] = { rt, key: keyOf(entry, choice), entry, choice, source, latencies: [], ...compiled };
+    if (rt === 'ort') {
+      Object.assign(E.ort, { backend: compiled.backend, backendReason: compiled.reason, latencies: current.ort.latencies });
+      E.runtime.ort = ortInfo();   // ORT drops to 1 thread where SharedArrayBuffer is unavailable
+      showRuntime();
+    }
+    if (main) Object.assign(E, { backend: compiled.backend, backendReason: compiled.reason, latencies: current[rt].latencies });
+    showBackends();
     ui.adapter.textContent = E.adapter ? `${E.adapter}${E.adapterIsFallback ? ' (software fallback adapter)' : ''}` :
       (choice === 'wasm' ? 'not used (wasm chosen)' : 'none');
-    say('info', `Compiled for ${compiled.backend} in ${ms.toFixed(0)} ms.`);
+    say('info', `${NAMES[rt]}: compiled for ${compiled.backend} in ${ms.toFixed(0)} ms.`);
     setState('ready');
-    return current;
+    return current[rt];
   } catch (e) {
-    if (current) retire(current.model);
-    current = null;
+    retire(rt);
     setState('error');
     say('error', e instanceof Refused ? e.message : `Could not load ${entry.path}: ${msg(e)}`);
     throw e;
@@ -454,49 +638,77 @@ async function loadModel(entry, choice) {
   }
 }
 
+function relL2(a, b) {
+  let num = 0;
+  let den = 0;
+  let maxAbs = 0;
+  for (let i = 0; i < b.length; i++) {
+    const d = a[i] - b[i];
+    num += d * d;
+    den += b[i] * b[i];
+    maxAbs = Math.max(maxAbs, Math.abs(d));
+  }
+  return { relL2: Math.sqrt(num) / Math.sqrt(den), maxAbs };
+}
+
+/** Preprocess once, run every loaded model of the mode on the same tensor; latency per runtime = input tensor +
+ * run + output read-back (preprocessing timed separately). */
 async function infer(rgba, width, height) {
-  if (!current) throw new Error('no model is loaded');
-  const { entry, model } = current;
-  const [, , H, W] = entry.input.shape;
+  const models = wanted().map(({ rt }) => current[rt]);
+  if (models.some((m) => !m)) throw new Error('no model is loaded');
+  const [, , H, W] = models[0].entry.input.shape;
   const t0 = performance.now();
   const { tensor } = preprocessRGBA(rgba, width, height, H, W);
   const t1 = performance.now();
-  const input = new litert.Tensor(tensor, [1, 3, H, W]);
-  let outputs;
-  try {
-    outputs = await model.run(input);
-  } finally {
-    input.delete();
+  const out = {};
+  for (const m of models) {
+    const s = performance.now();
+    const y = await runners[m.rt].run(m.model, tensor, H, W);
+    const ms = performance.now() - s;
+    m.latencies.push(ms);
+    if (y.length !== H * W) {
+      throw new Error(`${NAMES[m.rt]} output has ${y.length} values, expected ${H * W} ([1,${H},${W}])`);
+    }
+    out[m.rt] = { y, ms, backend: m.backend, artifact: m.entry.path };
   }
-  const first = outputs[0];
-  const host = first.accelerator === 'wasm' ? first : await first.moveTo('wasm');
-  const y = host.toTypedArray().slice();
-  const t2 = performance.now();
-  host.delete();
-  for (const t of outputs.slice(1)) t.delete();
-  if (y.length !== H * W) throw new Error(`output has ${y.length} values, expected ${H * W} ([1,${H},${W}])`);
+  const p = out[primary()];
   Object.assign(E, {
-    lastInput: tensor, lastOutput: y, lastOutputShape: [1, H, W], lastLatencyMs: t2 - t1, lastPreprocessMs: t1 - t0,
+    lastInput: tensor, lastOutput: p.y, lastOutputShape: [1, H, W], lastLatencyMs: p.ms, lastPreprocessMs: t1 - t0,
   });
-  E.latencies.push(t2 - t1);
+  if (out.ort) {
+    E.ortLastOutput = out.ort.y;
+    E.ort.lastLatencyMs = out.ort.ms;
+  }
+  if (out.litert && out.ort) {
+    const d = relL2(out.ort.y, out.litert.y);
+    E.compare = { ...d, litert: { ms: out.litert.ms, backend: out.litert.backend, artifact: out.litert.artifact },
+      ort: { ms: out.ort.ms, backend: out.ort.backend, artifact: out.ort.artifact } };
+  }
   E.runs += 1;
-  return { y, H, W };
+  return { out, H, W };
 }
 
-function renderDepth(y, H, W) {
-  ui.depth.width = W;
-  ui.depth.height = H;
+function renderDepth(canvas, y, H, W) {
+  canvas.width = W;
+  canvas.height = H;
   // Metric depth (metres): near = small, so colour -depth to keep "bright = near" (as predict does).
   const shown = E.maxDepth === null ? y : y.map((v) => -v);
-  ui.depth.getContext('2d').putImageData(new ImageData(colorizeDepth(shown), W, H), 0, 0);
-  if (photoAspect) ui.depth.style.aspectRatio = photoAspect;
-  if (E.maxDepth !== null) {
+  canvas.getContext('2d').putImageData(new ImageData(colorizeDepth(shown), W, H), 0, 0);
+  if (photoAspect) canvas.style.aspectRatio = photoAspect;
+  if (E.maxDepth !== null && canvas === ui.depth) {
     let lo = Infinity;
     let hi = -Infinity;
     for (const v of y) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
     ui.depthCaption.textContent = `metric depth, ${lo.toFixed(2)}–${hi.toFixed(2)} m (model range 0–${E.maxDepth} m; ` +
       'bright = near); hover for metres';
   }
+}
+
+/** Draw what infer() returned: one map, or (compare) LiteRT.js's and ONNX Runtime Web's side by side. */
+function showResults({ out, H, W }) {
+  renderDepth(ui.depth, out[primary()].y, H, W);
+  if (out.litert && out.ort) renderDepth(ui.depthOrt, out.ort.y, H, W);
+  showLatency();
 }
 
 /** The model's value under the cursor: metres for a metric release, else relative inverse depth (no unit). */
@@ -513,13 +725,22 @@ function showDepthAt(ev) {
     : `${value.toFixed(2)} m at (${x}, ${y})`;
 }
 
+function median(l) { return [...l].sort((a, b) => a - b)[Math.floor(l.length / 2)]; }
+
 function showLatency() {
+  const pre = `; preprocessing ${E.lastPreprocessMs.toFixed(1)} ms`;
+  const c = E.compare;
+  if (mode() === 'compare' && c) {
+    const one = (rt, l) => `${NAMES[rt]} ${c[rt].ms.toFixed(1)} ms on ${c[rt].backend}` +
+      (l.length > 1 ? ` (median ${median(l).toFixed(1)})` : '');
+    ui.latency.textContent = `${one('litert', E.latencies)} · ${one('ort', E.ort.latencies)} per inference${pre}`;
+    ui.compare.textContent = `rel-L2 ${c.relL2.toExponential(2)} (ONNX Runtime Web vs LiteRT.js, same input), ` +
+      `max |Δ| ${c.maxAbs.toExponential(2)}`;
+    return;
+  }
   const l = E.latencies;
-  const sorted = [...l].sort((a, b) => a - b);
-  const med = sorted[Math.floor(sorted.length / 2)];
   ui.latency.textContent = `${E.lastLatencyMs.toFixed(1)} ms per inference on ${E.backend}` +
-    (l.length > 1 ? ` (median ${med.toFixed(1)} ms over ${l.length})` : '') +
-    `; preprocessing ${E.lastPreprocessMs.toFixed(1)} ms`;
+    (l.length > 1 ? ` (median ${median(l).toFixed(1)} ms over ${l.length})` : '') + pre;
 }
 
 function drawPhoto(source, w, h) {
@@ -547,18 +768,16 @@ async function runPhoto(blob) {
     }
     drawPhoto(img.source, img.width, img.height);
     try {
-      await ensureModel();
+      await ensureModels();
     } catch {
       return;   // already reported
     }
     setState('running');
     await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));   // let "running" paint
-    const { y, H, W } = await infer(img.data, img.width, img.height);
-    renderDepth(y, H, W);
-    showLatency();
+    showResults(await infer(img.data, img.width, img.height));
     setState('ready');
   } catch (e) {
-    setState(current ? 'ready' : 'error');
+    setState(current[primary()] ? 'ready' : 'error');
     say('error', `Inference failed: ${msg(e)}`);
   } finally {
     busy = false;
@@ -596,7 +815,7 @@ async function startWebcam() {
   E.webcam = 'running';
   ui.webcam.textContent = 'Stop webcam';
   try {
-    await ensureModel();
+    await ensureModels();
   } catch {
     stopWebcam();
     return;
@@ -608,7 +827,7 @@ async function startWebcam() {
     const h = ui.video.videoHeight;
     if (w && h && !busy) {
       try {
-        await ensureModel();   // the user may switch artifact or backend while the camera runs
+        await ensureModels();   // the user may switch runtime, artifact or backend while the camera runs
       } catch {
         stopWebcam();
         break;
@@ -622,9 +841,7 @@ async function startWebcam() {
         gctx.drawImage(ui.video, 0, 0, w, h);
         drawPhoto(grab, w, h);
         setState('running');
-        const { y, H, W } = await infer(gctx.getImageData(0, 0, w, h).data, w, h);
-        renderDepth(y, H, W);
-        showLatency();
+        showResults(await infer(gctx.getImageData(0, 0, w, h).data, w, h));
         setState('ready');
       } catch (e) {
         say('error', `Inference failed: ${msg(e)}`);
@@ -648,12 +865,32 @@ function stopWebcam() {
 
 // ---------------------------------------------------------------------------------------------------- wiring
 
-ui.load.addEventListener('click', () => { ensureModel().catch(() => {}); });
+const anyModel = () => current.litert || current.ort || loading.litert || loading.ort;
+
+/** Show what the mode needs: compare draws a second depth map (ONNX Runtime Web) and the rel-L2 row. */
+function applyMode() {
+  E.mode = mode();
+  const compare = mode() === 'compare';
+  ui.views.classList.toggle('compare', compare);
+  ui.ortFigure.hidden = !compare;
+  ui.compareRow.hidden = !compare;
+  if (!compare) E.compare = null;
+  ui.depthTitle.textContent = compare ? `${NAMES.litert} · ` : mode() === 'ort' ? `${NAMES.ort} · ` : '';
+  showBackends();
+}
+
+ui.load.addEventListener('click', () => { ensureModels().catch(() => {}); });
+ui.mode.addEventListener('change', () => {
+  fillArtifacts(ui.artifact.value);
+  applyMode();
+  if (mode() !== 'litert') ensureOrt().catch((e) => say('error', e.message));
+  if (anyModel()) ensureModels().catch(() => {});
+});
 ui.artifact.addEventListener('change', () => {
   showArtifactInfo();
-  if (current || loading) ensureModel().catch(() => {});
+  if (anyModel()) ensureModels().catch(() => {});
 });
-ui.backend.addEventListener('change', () => { if (current || loading) ensureModel().catch(() => {}); });
+ui.backend.addEventListener('change', () => { if (anyModel()) ensureModels().catch(() => {}); });
 ui.file.addEventListener('change', () => { if (ui.file.files[0]) runPhoto(ui.file.files[0]); });
 ui.webcam.addEventListener('click', () => { if (stream) stopWebcam(); else startWebcam(); });
 ui.depth.addEventListener('mousemove', showDepthAt);
@@ -669,26 +906,22 @@ document.addEventListener('drop', (e) => {
   else say('warn', 'Nothing to use in what was dropped: drop an image file.');
 });
 
-E.load = () => ensureModel();
+E.load = () => ensureModels();
 
-/** Latency of the loaded model on the last input: per call = input tensor + model.run + output read-back (ms). */
-E.benchmark = async ({ warmup = 3, iters = 10 } = {}) => {
-  if (!current || !E.lastInput) throw new Error('load a model and run it on a photo first');
+/** Latency of a loaded model (default: the page's runtime) on the last input: per call = input tensor + run + output
+ * read-back (ms), as the page measures it. */
+E.benchmark = async ({ warmup = 3, iters = 10, runtime = primary() } = {}) => {
+  const c = current[runtime];
+  if (!c || !E.lastInput) throw new Error('load a model and run it on a photo first');
   if (busy) throw new Error('an inference is running');
   busy = true;
   const times = [];
   try {
-    const [, , H, W] = current.entry.input.shape;
+    const [, , H, W] = c.entry.input.shape;
     for (let i = 0; i < warmup + iters; i++) {
       const t0 = performance.now();
-      const input = new litert.Tensor(E.lastInput, [1, 3, H, W]);
-      const outputs = await current.model.run(input);
-      const host = outputs[0].accelerator === 'wasm' ? outputs[0] : await outputs[0].moveTo('wasm');
-      host.toTypedArray().slice();
+      await runners[runtime].run(c.model, E.lastInput, H, W);
       const t1 = performance.now();
-      input.delete();
-      host.delete();
-      for (const t of outputs.slice(1)) t.delete();
       if (i >= warmup) times.push(t1 - t0);
     }
   } finally {
@@ -702,9 +935,25 @@ E.preprocessRGBA = preprocessRGBA;
 E.decodeImage = decodeImage;
 E.colorizeDepth = colorizeDepth;
 
+/** The mode the release allows: LiteRT.js needs a .tflite, ONNX Runtime Web an .onnx, compare both. */
+function checkMode() {
+  const has = { litert: manifestFiles.litert.length > 0, ort: manifestFiles.ort.length > 0 };
+  for (const o of ui.mode.options) o.disabled = o.value === 'compare' ? !(has.litert && has.ort) : !has[o.value];
+  if (mode() !== 'litert' && !has.ort) {
+    say('warn', 'manifest.json lists no .onnx file: ONNX Runtime Web has nothing to run; using LiteRT.js.');
+    ui.mode.value = 'litert';
+  } else if (mode() !== 'ort' && !has.litert) {
+    say('info', 'manifest.json lists only .onnx files: running them with ONNX Runtime Web.');
+    ui.mode.value = 'ort';
+  }
+}
+
 async function main() {
   const b = params.get('backend');
   if (b && ['auto', 'webgpu', 'wasm'].includes(b)) ui.backend.value = b;
+  const r = params.get('runtime');
+  if (MODES.includes(r)) ui.mode.value = r;
+  else if (r) say('warn', `?runtime=${r}: expected litert, ort or compare; using LiteRT.js.`);
   if (!window.isSecureContext) {
     say('warn', 'Not a secure context: WebGPU, SHA-256 verification (crypto.subtle) and Cache Storage are ' +
       'unavailable here. Open the page via http://127.0.0.1:PORT/ (what `edgedepth serve` prints).');
@@ -723,7 +972,10 @@ async function main() {
     const gpu = ui.backend.value === 'wasm' ? {} : await detectWebGPU();
     const use = gpu.adapter && (!gpu.fallback || ui.backend.value === 'webgpu') ? 'webgpu' : 'wasm';
     const rec = (manifest.recommended || {})[use];
-    fillArtifacts(rec ? { ...rec, use } : null);
+    recommended = rec ? { ...rec, use } : null;
+    checkMode();
+    fillArtifacts(params.get('artifact'), true);
+    applyMode();
     const ck = manifest.provenance && manifest.provenance.checkpoint;
     if (ck && ck.source === 'synthetic') {
       say('warn', `These files were made from synthetic weights (${ck.name}): depth maps are meaningless; they show ` +
@@ -741,7 +993,8 @@ async function main() {
   }
   ui.load.disabled = false;
   setState('idle');
-  if (params.get('autoload') === '1') ensureModel().catch(() => {});
+  if (params.get('autoload') === '1') ensureModels().catch(() => {});
+  else if (mode() !== 'litert') ensureOrt().catch((e) => say('error', e.message));
 }
 
 main();

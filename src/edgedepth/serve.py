@@ -1,15 +1,17 @@
 """``edgedepth serve FOLDER``: the browser playground for a release folder, on loopback only.
 
-Serves three things from one origin (standard library ``http.server``, no web framework):
+Serves these from one origin (standard library ``http.server``, no web framework):
 
 - ``/``                      the playground page (``web/``: plain ES modules, no bundler);
 - ``/vendor/@litertjs/...``  the LiteRT.js runtime installed by ``npm ci --prefix web`` (pinned in web/package-lock.json;
                              never a CDN);
+- ``/vendor/onnxruntime-web/dist/*.{mjs,wasm}``  ONNX Runtime Web, installed the same way (only its ES modules and
+                             wasm binaries; optional: without it the page says what to run when ORT-web is chosen);
 - ``/release/...``           ``manifest.json`` and the files it lists — nothing else in the folder.
 
 Every response carries ``Cross-Origin-Opener-Policy: same-origin`` and ``Cross-Origin-Embedder-Policy: require-corp``
-(the page is cross-origin isolated, so LiteRT.js can use SharedArrayBuffer and threaded wasm) and ``Cache-Control:
-no-cache``; the page keeps verified model files in Cache Storage itself.
+(the page is cross-origin isolated, so LiteRT.js and ORT-web can use SharedArrayBuffer and threaded wasm) and
+``Cache-Control: no-cache``; the page keeps verified model files in Cache Storage itself.
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ DEFAULT_HOST = "127.0.0.1"
 MANIFEST = "manifest.json"
 LITERT_PACKAGES = ("core", "wasm-utils")           # web/node_modules/@litertjs/<name>
 VENDOR_PREFIX = "/vendor/@litertjs/"
+ORT_PREFIX = "/vendor/onnxruntime-web/dist/"        # web/node_modules/onnxruntime-web/dist/*.mjs, *.wasm
+ORT_SUFFIXES = (".mjs", ".wasm")
 RELEASE_PREFIX = "/release/"
+RUNNABLE = ("tflite", "onnx")                     # manifest formats: LiteRT.js runs .tflite, ONNX Runtime Web .onnx
 
 MIME = {
     ".html": "text/html; charset=utf-8",
@@ -46,6 +51,7 @@ MIME = {
     ".map": "application/json",
     ".wasm": "application/wasm",
     ".tflite": "application/octet-stream",
+    ".onnx": "application/octet-stream",
     ".png": "image/png",
     ".jpg": "image/jpeg",
     ".svg": "image/svg+xml",
@@ -79,6 +85,15 @@ def _check_web(web: str) -> None:
                              f"`npm ci --prefix {os.path.relpath(web)}` once")
 
 
+def ort_problem(web: str) -> str | None:
+    """Why ONNX Runtime Web cannot be served (the page shows the same advice when it is chosen), or None."""
+    dist = os.path.join(web, "node_modules", "onnxruntime-web", "dist")
+    if not os.path.isdir(dist) or not any(n.endswith(".wasm") for n in os.listdir(dist)):
+        return (f"ONNX Runtime Web is not installed ({dist!r} is missing): run "
+                f"`npm ci --prefix {os.path.relpath(web)}` once to run .onnx files in the playground")
+    return None
+
+
 def _check_release(folder: str) -> dict:
     from .release import manifest as mf
 
@@ -87,9 +102,10 @@ def _check_release(folder: str) -> dict:
     if not os.path.isdir(folder):
         raise EdgedepthError(f"{folder!r} is not a folder (give the release folder that holds {MANIFEST})")
     m = mf.load(folder)  # one-line errors: no manifest, invalid JSON, not an edgedepth manifest
-    models = [f for f in m["files"] if f.get("format") == "tflite"]    # what LiteRT.js runs (the manifest says)
+    models = [f for f in m["files"] if f.get("format") in RUNNABLE]    # what the page runs (the manifest says)
     if not models:
-        raise EdgedepthError(f"{os.path.join(folder, MANIFEST)!r} lists no .tflite file: nothing for the playground")
+        raise EdgedepthError(f"{os.path.join(folder, MANIFEST)!r} lists no .tflite or .onnx file: nothing for the "
+                             "playground")
     missing = [f["path"] for f in models if not os.path.isfile(os.path.join(folder, f["path"]))]
     if missing:
         raise EdgedepthError(f"release folder {folder!r} is incomplete: {missing[0]} is listed in {MANIFEST} but missing "
@@ -138,6 +154,11 @@ class PlaygroundHandler(BaseHTTPRequestHandler):
             if rel != MANIFEST and rel not in self._listed():
                 return None
             return _safe_join(self.release, rel)
+        if path.startswith(ORT_PREFIX):
+            name = path[len(ORT_PREFIX):]
+            if "/" in name or not name.endswith(ORT_SUFFIXES):
+                return None
+            return _safe_join(os.path.join(self.web, "node_modules", "onnxruntime-web", "dist"), name)
         if path.startswith(VENDOR_PREFIX):
             pkg, _, rest = path[len(VENDOR_PREFIX):].partition("/")
             if pkg not in LITERT_PACKAGES or not (rest.startswith(("dist/", "wasm/")) or rest == "package.json"):
@@ -244,9 +265,12 @@ def serve(folder: str, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, *, we
     server = make_server(folder, port, host, web=web, quiet=quiet)
     url = url_of(server)
     m = _check_release(folder)
-    n = sum(1 for f in m["files"] if f.get("format") == "tflite")
+    n = sum(1 for f in m["files"] if f.get("format") in RUNNABLE)
     print(f"edgedepth playground: {url}  (release folder {folder}, {n} model file{'s' * (n != 1)}; Ctrl-C to stop)",
           flush=True)
+    problem = ort_problem(os.path.abspath(web or web_dir()))
+    if problem:
+        print(f"edgedepth serve: note: {problem}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -262,7 +286,8 @@ def cmd_serve(args) -> int:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``edgedepth serve`` on the CLI's subparsers; returns the subparser."""
-    p = subparsers.add_parser("serve", help="browser playground for a release folder (LiteRT.js, WebGPU or wasm)",
+    p = subparsers.add_parser("serve", help="browser playground for a release folder (LiteRT.js and ONNX Runtime Web, "
+                                            "WebGPU or wasm)",
                               description="Serve a release folder and the playground page on a loopback address. "
                                           "Set-up once: npm ci --prefix web")
     p.add_argument("folder", help="release folder (with manifest.json)")
