@@ -91,6 +91,14 @@ def test_predict_writes_metres(member, tmp_path):
         assert colour == photo and png16.max() == 65535             # relative: min-max normalised, as before
 
 
+def test_export_of_a_non_commercial_member_says_so(tmp_path):
+    r = run_cli("export", "--model", "synthetic-tiny-large", "--size", "28x42", "--precision", "fp32", "--out", tmp_path,
+                "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Large-hf is licensed cc-by-nc-4.0: files derived from it are for non-commercial use only" in r.stderr
+    assert os.listdir(tmp_path) == ["depth_anything_v2_large_28x42_fp32.tflite"]
+
+
 def test_member_short_names_load_their_hub_id(monkeypatch):
     import edgedepth.checkpoint as ck
 

@@ -66,6 +66,10 @@ def cmd_export(args) -> int:
                  if "delegated_nodes" in st else "")
         print(f"{f.backend + ' ' if f.backend else ''}{f.precision}: {f.path} "
               f"({os.path.getsize(f.path) / 1e6:.1f} MB{extra})")
+    m = ckpt.member
+    if m and m.license != "apache-2.0":
+        print(f"note: {m.hub_id} is licensed {m.license}: files derived from it are for non-commercial use only",
+              file=sys.stderr)
     return 0
 
 
