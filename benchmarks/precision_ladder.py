@@ -151,13 +151,18 @@ def cpu(d: str, n_images: int, rounds: int, warmup: int, iters: int, threads: in
 
 def twins(d: str, out: str) -> None:
     """Timing twins of every file for the H200 (64 MiB per call): float weights stripped, int weights zeroed, gzip."""
+    write_twins({p: (path, "float" if p in ("fp32", "fp16") else "int") for p, path in _files(d).items()}, out)
+
+
+def write_twins(files: dict, out: str) -> None:
+    """``files``: {name: (path, "float" | "int")} -> ``out``/NAME.tflite.gz + index.json, as ``device`` reads them
+    (also used by family.py)."""
     from edgedepth import transport
 
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     index = {}
-    for p, path in _files(d).items():
-        kind = "float" if p in ("fp32", "fp16") else "int"
+    for p, (path, kind) in files.items():
         tmp = os.path.join(out, "tmp.tflite")
         (transport.strip if kind == "float" else transport.zero_int8)(path, tmp)
         with open(tmp, "rb") as src, gzip.open(os.path.join(out, p + ".tflite.gz"), "wb") as dst:
@@ -214,17 +219,17 @@ def device(twins_dir: str, out: str, rounds: int, warmup: int, iters: int) -> No
                    "rows": rows}, f, indent=1)
 
 
-def merge(h200: str) -> None:
-    report = json.load(open(RESULT))
+def merge(h200: str, result: str = RESULT) -> None:
+    report = json.load(open(result))
     report["h200"] = json.load(open(h200))
-    _write(report)
+    _write(report, result)
 
 
-def _write(report: dict) -> None:
+def _write(report: dict, result: str = RESULT) -> None:
     from edgedepth.fsutil import write_bytes_atomic
 
-    write_bytes_atomic(RESULT, (json.dumps(report, indent=1, sort_keys=True) + "\n").encode())
-    print("wrote", os.path.relpath(RESULT, ROOT))
+    write_bytes_atomic(result, (json.dumps(report, indent=1, sort_keys=True) + "\n").encode())
+    print("wrote", os.path.relpath(result, ROOT))
 
 
 def main() -> None:
