@@ -104,3 +104,23 @@ def section_family(L):
                 f"{g['validation_errors']} WebGPU validation errors" for p, g in v.items()) +
                 f" (first: \"{next(iter(v.values()))['validation_error']}\"): the output is not usable on that "
                 "adapter.", ""]
+
+
+def summary_lines() -> list[str]:
+    """One README line: every member's ops, delegation and latency (from results/family.json)."""
+    rep = load("family.json")
+    if not rep:
+        return []
+    h = (rep.get("h200") or {}).get("rows", {})
+    parts = []
+    for n in rep["members"]:
+        r = rep["rows"].get(n)
+        if not r:
+            continue
+        f, g = r["files"], (h.get(f"{n}.fp32") or {}).get("gpu")
+        parts.append(f"{r['member']} {f['fp32_plain']['ops']} → {f['fp32']['ops']} ops, FP32 rel-L2 "
+                     f"{f['fp32']['parity']['pooled_rel_l2']:.1e}, CPU {f['fp32']['cpu_latency']['median_ms']:.0f} ms"
+                     + (f", H200 {g['median_ms']:.1f} ms" if g else ""))
+    return [f"- Model family (518×686 FP32, `benchmarks/family.py`, {rep['date']}; every optimised FP32/INT8 file fully "
+            "on the H200's GPU accelerator, valid (Large exceeds SwiftShader's 8192-texel texture limit); details in "
+            "BENCHMARKS.md \"Model family\"): " + "; ".join(parts) + "."]
