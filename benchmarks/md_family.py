@@ -76,7 +76,11 @@ def section_family(L):
           f"costs. CPU: medians of one interleaved run over all {2 * len(rows)} files, {cm['rounds']} rounds × "
           f"({cm['warmup']} warm-up + {cm['iters']} timed calls) — few because a Large call takes seconds — "
           f"{env.get('cpu')}, {env.get('threads')} threads. H200: FP32-enforced and default-precision medians of one "
-          f"interleaved run {h200}. PyTorch CUDA: the same synthetic model on the same H200 (`benchmarks/gpu_reference.py`: eager FP32 with TF32 off, and the fastest of eager TF32 / FP16 autocast / torch.compile CUDA graphs FP16, device-resident input, CUDA events; not measured for the metric heads, whose backbone and neck are Small's). Export: wall time of the export itself (imports and checkpoint load excluded) / "
+          f"interleaved run {h200}. PyTorch CUDA: the same synthetic model on the same H200 "
+          "(`benchmarks/gpu_reference.py`: eager FP32 with TF32 off, and the fastest of eager TF32 / FP16 autocast / "
+          "torch.compile CUDA graphs FP16, device-resident input, CUDA events; not measured for the metric heads, "
+          "whose backbone and neck are Small's). Export: wall time of the export itself (imports and checkpoint load "
+          "excluded) / "
           f"peak RSS of the exporting process, optimised FP32 + INT8 (plain FP32 in brackets), one member at a time "
           f"on this {env.get('cores')}-core machine.", "",
           "| member | licence | output | params | ops plain → FP32 / INT8 | MB FP32 / INT8 | SwiftShader FP32 / INT8 "
