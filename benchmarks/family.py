@@ -18,13 +18,13 @@ Method:
   (``model.double()``, float64 input) of the same member on the first 2 of those images, pooled rel-L2 — what
   summation order alone costs at FP32.
 - CPU latency: ONE interleaved run (``run_interleaved``) over every member's FP32 and INT8 file, 2 threads, first
-  bundled photo.  Large takes ~15 s a call here, so rounds / warm-ups / timed calls are small (3 x (1 + 3)).
+  bundled photo.  Large takes ~11 s a call here, so rounds / warm-ups / timed calls are few (3 x (1 + 3)).
 - H200: timing twins of the optimised files (same graphs, seeded weights; ``precision_ladder.write_twins`` /
   ``precision_ladder.device``), FP32-enforced and default precision, one interleaved run.
 
-    .venv/bin/python benchmarks/family.py build [--dir out/family] [--members a,b] [--force]   # Large: 20+ min
-    .venv/bin/python benchmarks/family.py cpu   [--images 11] [--members a,b]     # -> results/family.json
-    .venv/bin/python benchmarks/family.py twins                                  # -> .dev/family_twins
+    .venv/bin/python benchmarks/family.py build [--dir out/family] [--members a,b] [--force]   # ~20 min, Large ~7
+    .venv/bin/python benchmarks/family.py cpu   [--images 11] [--members a,b]     # -> results/family.json, ~35 min
+    .venv/bin/python benchmarks/family.py twins                                  # -> .dev/family_twins (24 MB)
     device: carry [".dev/family_twins", ".whl", ".gl"], bash benchmarks/family_device.sh -> $OUT/family_h200.json
     .venv/bin/python benchmarks/family.py merge --h200 FILE                      # H200 rows into the same JSON
 """
@@ -237,7 +237,7 @@ def cpu(d: str, names: list[str], n_images: int, rounds: int, warmup: int, iters
 
 
 def twins(d: str, names: list[str], out: str) -> None:
-    """H200 timing twins of every member's optimised FP32 (stripped) and INT8 (zeroed) file: ``<member>.<precision>``."""
+    """H200 timing twins of every optimised FP32 (stripped) and INT8 (zeroed) file, named ``<member>.<precision>``."""
     ladder.write_twins({f"{n}.{p}": (_files(d, n)[p], "float" if p == "fp32" else "int")
                         for n in names for p in ("fp32", "int8")}, out)
 

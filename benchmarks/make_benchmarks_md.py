@@ -9,7 +9,9 @@ import json
 import os
 
 from edgedepth.verify.reports import bench_markdown, validate_markdown
+from md_browser import section_playground
 from md_common import R, load
+from md_family import section_family, summary_lines as family_summary
 from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
 from md_peers import section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary
@@ -351,27 +353,6 @@ def section_executorch(L):
           "here.", ""]
 
 
-def section_playground(L):
-    pl = load("playground_latency.json")
-    if not pl:
-        return
-    L += ["## Browser: LiteRT.js wasm vs Python ai_edge_litert CPU (`benchmarks/playground_latency.py`)", "",
-          pl["method"] + ".", "", "| file | LiteRT.js wasm median ms (p25–p75) | ai_edge_litert CPU median ms (p25–p75) | "
-          "ratio | rel-L2 between them |", "|---|---|---|---|---|"]
-    for n, r in pl["files"].items():
-        a, b = r["litertjs_wasm_median_ms"], r["ai_edge_litert_cpu_median_ms"]
-        L.append(f"| `{n}` | {a:.0f} ({r['litertjs_p25_p75'][0]:.0f}–{r['litertjs_p25_p75'][1]:.0f}) | {b:.0f} "
-                 f"({r['py_p25_p75'][0]:.0f}–{r['py_p25_p75'][1]:.0f}) | {a / b:.1f}× | {r['rel_l2']:.1e} |")
-    by = {r.get("precision"): r for r in pl["files"].values()}
-    if "fp16" in by and "fp32" in by:
-        q = by["fp16"]["litertjs_wasm_median_ms"] / by["fp32"]["litertjs_wasm_median_ms"]
-        L += ["", f"The FP16-weight file takes {q:.1f}× the FP32 file's time in LiteRT.js wasm (natively "
-                  f"{by['fp16']['ai_edge_litert_cpu_median_ms'] / by['fp32']['ai_edge_litert_cpu_median_ms']:.2f}×), "
-                  "so a release recommends FP32 for wasm and the FP16-weight file only for WebGPU (`recommended` in "
-                  "`manifest.json`, which the playground follows)."]
-    L.append("")
-
-
 def readme_summary() -> list[str]:
     """The few headline numbers the README shows, generated from the same JSON."""
     S = []
@@ -426,6 +407,7 @@ def readme_summary() -> list[str]:
             f"{n} {s['median_ms']:.1f} ms" for n, s in h["bench"]["variants"].items()) + ".")
     S += gpu_summary()
     S += ladder_summary()
+    S += family_summary()
     S += peer_summary()
     return S
 
@@ -479,6 +461,7 @@ def main():
     section_gpu_attribution(L)
     ladder_plot()
     section_precision_ladder(L)
+    section_family(L)
     section_executorch(L)
     section_peers(L)
     section_onnx_rewrites(L)

@@ -143,9 +143,13 @@ def which_file_rows() -> list[str]:
     if pl:
         for n, r in pl.get("files", {}).items():
             if n.endswith("_fp32.tflite"):
+                ow = (pl.get("browser") or {}).get("variants", {}).get("ortweb-wasm:fp32") or {}
+                js = r['litertjs_wasm_median_ms']
+                peer, ratio = ((f"ONNX Runtime Web wasm {ow['median_ms']:.0f} ms", f"**{js / ow['median_ms']:.2f}**")
+                               if ow.get("median_ms") else ("ONNX Runtime Web: not measured", "–"))
                 out.append(f"| Browser (headless chromium, wasm, this CPU) | FP32 | LiteRT.js `{n}` | "
-                           f"{r['litertjs_wasm_median_ms']:.0f} ms | ONNX Runtime Web: not measured yet (issue 18) | – | "
-                           f"{r['litertjs_wasm_median_ms'] / r['ai_edge_litert_cpu_median_ms']:.1f}× native LiteRT |")
+                           f"{js:.0f} ms | {peer} | {ratio} | "
+                           f"{js / r['ai_edge_litert_cpu_median_ms']:.1f}× native LiteRT |")
                 break
     return [r for r in out if r]
 

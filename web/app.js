@@ -340,19 +340,23 @@ const runners = {
   litert: {
     webgpu: litertWebGPU,
     wasm: (bytes) => litert.getGlobalLiteRt().loadAndCompile(bytes, { accelerator: 'wasm' }),
-    async run(model, tensor, H, W) {
+    async run(model, tensor, H, W, split = null) {   // split: {write, run, read} ms filled in when given
+      const t0 = performance.now();
       const input = new litert.Tensor(tensor, [1, 3, H, W]);
+      const t1 = performance.now();
       let outputs;
       try {
         outputs = await model.run(input);
       } finally {
         input.delete();
       }
+      const t2 = performance.now();
       const first = outputs[0];
       const host = first.accelerator === 'wasm' ? first : await first.moveTo('wasm');
       const y = host.toTypedArray().slice();
       host.delete();
       for (const t of outputs.slice(1)) t.delete();
+      if (split) Object.assign(split, { write: t1 - t0, run: t2 - t1, read: performance.now() - t2 });
       return y;
     },
     dispose: (model) => model.delete(),
@@ -909,8 +913,8 @@ document.addEventListener('drop', (e) => {
 E.load = () => ensureModels();
 
 /** Latency of a loaded model (default: the page's runtime) on the last input: per call = input tensor + run + output
- * read-back (ms), as the page measures it. */
-E.benchmark = async ({ warmup = 3, iters = 10, runtime = primary() } = {}) => {
+ * read-back (ms), as the page measures it. `split: true` (LiteRT.js): [{ms, write, run, read}] per call instead. */
+E.benchmark = async ({ warmup = 3, iters = 10, runtime = primary(), split = false } = {}) => {
   const c = current[runtime];
   if (!c || !E.lastInput) throw new Error('load a model and run it on a photo first');
   if (busy) throw new Error('an inference is running');
@@ -919,10 +923,11 @@ E.benchmark = async ({ warmup = 3, iters = 10, runtime = primary() } = {}) => {
   try {
     const [, , H, W] = c.entry.input.shape;
     for (let i = 0; i < warmup + iters; i++) {
+      const parts = split && runtime === 'litert' ? {} : null;
       const t0 = performance.now();
-      await runners[runtime].run(c.model, E.lastInput, H, W);
+      await runners[runtime].run(c.model, E.lastInput, H, W, parts);
       const t1 = performance.now();
-      if (i >= warmup) times.push(t1 - t0);
+      if (i >= warmup) times.push(parts ? { ms: t1 - t0, ...parts } : t1 - t0);
     }
   } finally {
     busy = false;
