@@ -198,7 +198,21 @@ class Variant:
         return r
 
 
-class NativeLiteRT(Variant):
+class Native(Variant):
+    """A Python runtime on this CPU (``self.runner`` on ``self.x``): timed per call with perf_counter."""
+
+    def _measure(self, warmup, iters):
+        for i in range(warmup + iters):
+            t = time.perf_counter()
+            self.runner.run(self.x)
+            if i >= warmup:
+                self.calls.append((time.perf_counter() - t) * 1000)
+
+    def close(self):
+        self.runner.close()
+
+
+class NativeLiteRT(Native):
     engine, backend = "ai_edge_litert", "cpu"
 
     def __init__(self, folder: str, entry: dict, x: np.ndarray, threads: int = THREADS):
@@ -214,18 +228,8 @@ class NativeLiteRT(Variant):
         self.output = np.asarray(self.runner.run(self.x), np.float32).ravel()
         self.info = {"threads": threads}
 
-    def _measure(self, warmup, iters):
-        for i in range(warmup + iters):
-            t = time.perf_counter()
-            self.runner.run(self.x)
-            if i >= warmup:
-                self.calls.append((time.perf_counter() - t) * 1000)
 
-    def close(self):
-        self.runner.close()
-
-
-class NativeOrt(Variant):
+class NativeOrt(Native):
     engine, backend = "onnxruntime", "cpu"
 
     def __init__(self, folder: str, entry: dict, x: np.ndarray):
@@ -239,16 +243,6 @@ class NativeOrt(Variant):
         self.x = x
         self.output = np.asarray(self.runner.run(self.x), np.float32).ravel()
         self.info = {"threads": THREADS, "version": onnxruntime.__version__}
-
-    def _measure(self, warmup, iters):
-        for i in range(warmup + iters):
-            t = time.perf_counter()
-            self.runner.run(self.x)
-            if i >= warmup:
-                self.calls.append((time.perf_counter() - t) * 1000)
-
-    def close(self):
-        self.runner.close()
 
 
 class BrowserVariant(Variant):

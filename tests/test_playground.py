@@ -538,14 +538,21 @@ def test_cache_hit_on_reload_and_reverify(tiny_release, serve_folder, open_page)
     p = open_page(url)
     p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
     assert p.state()["source"] == "network" and len(p.tflite_requests()) == 1, (p.state(), p.tflite_requests())
+    _reload_from_cache_then_corrupt_it(p, url, p.tflite_requests)
+    assert "SHA-256 mismatch" in p.messages_text() and "Cache Storage copy" in p.messages_text()
+
+
+def _reload_from_cache_then_corrupt_it(p, url: str, requests) -> None:
+    """After a first (network) load of ``url``: a reload comes from Cache Storage with no new model request
+    (``requests()``: the model requests so far); then the cached bytes are corrupted in place and the next load must
+    notice and download a good copy."""
     p.goto(url)
     p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
     st = p.state()
     assert st["source"] == "cache" and st["downloads"] == 0 and not st["errors"], st
-    assert len(p.tflite_requests()) == 1, p.tflite_requests()
+    assert len(requests()) == 1, requests()
     assert "from Cache Storage" in p.messages_text()
     p.run_photo()
-    # Corrupt the cached bytes in place: the page must notice on the next load and fetch a good copy.
     p.page.evaluate("""async () => { const c = await caches.open('edgedepth-models-v1');
         for (const req of await c.keys()) { const b = new Uint8Array(await (await c.match(req)).arrayBuffer());
             b[b.length >> 1] ^= 0xff; await c.put(req, new Response(b)); } }""")
@@ -553,8 +560,7 @@ def test_cache_hit_on_reload_and_reverify(tiny_release, serve_folder, open_page)
     p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
     st = p.state()
     assert st["state"] == "ready" and st["source"] == "network" and st["downloads"] == 1, st
-    assert len(p.tflite_requests()) == 2
-    assert "SHA-256 mismatch" in p.messages_text() and "Cache Storage copy" in p.messages_text()
+    assert len(requests()) == 2
 
 
 def test_tampered_file_is_refused(tmp_path, tiny_release, serve_folder, open_page):
@@ -747,21 +753,7 @@ def test_ort_download_is_verified_and_cached(ort_release, serve_folder, open_pag
     assert st["source"] == "network" and st["ort"]["source"] == "network" and not st["errors"], st
     assert len(p.model_requests(".onnx")) == 1 and not p.tflite_requests(), p.requests
     assert "onnx/model.onnx: 0.57 MB, SHA-256 verified (downloaded)" in p.messages_text()
-    p.goto(url)
-    p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
-    st = p.state()
-    assert st["source"] == "cache" and st["downloads"] == 0 and not st["errors"], st
-    assert len(p.model_requests(".onnx")) == 1, p.model_requests(".onnx")
-    assert "from Cache Storage" in p.messages_text()
-    p.run_photo()
-    p.page.evaluate("""async () => { const c = await caches.open('edgedepth-models-v1');
-        for (const req of await c.keys()) { const b = new Uint8Array(await (await c.match(req)).arrayBuffer());
-            b[b.length >> 1] ^= 0xff; await c.put(req, new Response(b)); } }""")
-    p.goto(url)
-    p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
-    st = p.state()
-    assert st["state"] == "ready" and st["source"] == "network" and st["downloads"] == 1, st
-    assert len(p.model_requests(".onnx")) == 2
+    _reload_from_cache_then_corrupt_it(p, url, lambda: p.model_requests(".onnx"))
     assert "SHA-256 mismatch for onnx/model.onnx (Cache Storage copy)" in p.messages_text()
 
 
