@@ -101,7 +101,7 @@ def member_of_hub_id(hub_id: str) -> Member | None:
     return next((m for m in MEMBERS.values() if m.hub_id.lower() == hub_id.lower()), None)
 
 
-DEFAULT_STEM = "depth_anything_v2_small"
+DEFAULT_STEM = MEMBERS["small"].file_stem     # Small: the default model's file names
 UNKNOWN_STEM = "depth_anything_v2"      # a local folder whose architecture is no member's
 
 
