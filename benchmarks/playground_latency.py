@@ -56,11 +56,6 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "playground_latency.json")
 PHOTO = os.path.join(ROOT, "tests", "vectors", "rgb_160x120.png")
-CHROMIUM = "/usr/bin/chromium"
-# The launch flags of tests/test_playground.py (BASE_ARGS; + WEBGPU_ARGS: WebGPU on SwiftShader).
-BASE_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--disable-quic", "--no-first-run"]
-WEBGPU_ARGS = ["--enable-unsafe-webgpu"]
 THREADS = 2
 SOFTWARE_ADAPTER = "software adapter (SwiftShader)"
 
@@ -372,7 +367,7 @@ def main(argv=None) -> int:
     from playwright.sync_api import sync_playwright
 
     from edgedepth.release import manifest as mf
-    from edgedepth.serve import make_server, start_in_thread, url_of
+    from edgedepth.serve import CHROMIUM, chromium_args, make_server, start_in_thread, url_of
     from edgedepth.verify.bench import environment
 
     m = mf.load(a.folder)
@@ -394,7 +389,7 @@ def main(argv=None) -> int:
     failures: dict[str, str] = {}
     rounds_log = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BASE_ARGS + (WEBGPU_ARGS if a.webgpu else []))
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args(webgpu=a.webgpu))
         try:
             n_extra = a.rounds if a.extra_rounds is None else a.extra_rounds
             shape = [int(v) for v in onnx["input"]["shape"]]
@@ -519,7 +514,7 @@ def main(argv=None) -> int:
         "method": method, "method_counts": counts, "size": size, "release": os.path.relpath(a.folder, ROOT),
         "checkpoint": (m.get("provenance") or {}).get("checkpoint"),
         "photo": os.path.relpath(a.photo, ROOT), "chromium": chromium_version,
-        "chromium_args": BASE_ARGS + (WEBGPU_ARGS if a.webgpu else []),
+        "chromium_args": chromium_args(webgpu=a.webgpu),
         "cpu": env.get("cpu"), "cores": os.cpu_count(),
         "machine": {"shared": shared, "before": before, "after": after, "rounds": rounds_log},
         "variants": recs, "comparisons": comparisons, "failures": failures,
@@ -549,7 +544,7 @@ def main(argv=None) -> int:
         pairs = {(c["a"], c["b"]) for c in comparisons}
         b["comparisons"] = [c for c in b["comparisons"] if (c["a"], c["b"]) not in pairs] + comparisons
         b["failures"] = {**{k: v for k, v in b.get("failures", {}).items() if "webgpu" not in k}, **failures}
-        b["chromium_args"] = BASE_ARGS + WEBGPU_ARGS
+        b["chromium_args"] = chromium_args(webgpu=True)
         b["method"] = b["method"].split("; WebGPU = ")[0] + f"; {webgpu_method} (a separate run, "
         b["method"] += f"{browser_block['date']}{', machine SHARED' if shared else ''})"
         b["machine"]["webgpu_run"] = {"shared": shared, "before": before, "after": after}

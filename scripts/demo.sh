@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job behind `make demo`: the release recipe on the synthetic full-size model (every size preset, FP32, FP16
 # weights and INT8, rewrites, GPU-delegation check, parity vs PyTorch) -> verify -> a depth PNG of a photo -> how to
-# open the playground.
+# the playground in compare mode (a screenshot) -> how to open it yourself.
 set -euo pipefail
 OUT=${1:-out}
 BIN=.venv/bin
@@ -34,6 +34,9 @@ echo
 echo "== predict (sample photo: matplotlib's grace_hopper.jpg)"
 PHOTO=$($BIN/python -m edgedepth.samples)
 $BIN/edgedepth predict "$PHOTO" --model "$REL/depth_anything_v2_small_518x686_fp32.tflite" -o "$OUT/predict" --raw --quiet
+echo
+echo "== the playground in compare mode (headless chromium: LiteRT.js and ONNX Runtime Web on the same photo)"
+$BIN/python scripts/screenshot.py "$REL" -o "$OUT/playground.png"
 echo
 echo "Everything went to $OUT/:"
 find "$OUT" -maxdepth 2 -type f | sort | sed 's/^/  /'

@@ -18,10 +18,14 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
+
+from edgedepth.serve import CHROMIUM, chromium_args
 
 from conftest import (FP32_NOISE_FACTOR, FULL_SIZE, TINY_SIZE, assert_within_fp32_noise, float64_reference, rel_l2,
                       torch_fp32, vulkan_problem)
@@ -29,10 +33,6 @@ from conftest import (FP32_NOISE_FACTOR, FULL_SIZE, TINY_SIZE, assert_within_fp3
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VECTORS = os.path.join(ROOT, "tests", "vectors")
 WEB = os.path.join(ROOT, "web")
-CHROMIUM = "/usr/bin/chromium"
-BASE_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--disable-quic", "--no-first-run"]
-WEBGPU_ARGS = ["--enable-unsafe-webgpu"]
 PHOTO = os.path.join(VECTORS, "rgb_97x61.png")
 
 
@@ -182,7 +182,7 @@ def pw():
 @pytest.fixture(scope="module")
 def browser(pw):
     """Chromium with WebGPU enabled (SwiftShader here)."""
-    b = pw.chromium.launch(executable_path=CHROMIUM, args=BASE_ARGS + WEBGPU_ARGS)
+    b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args(webgpu=True))
     yield b
     b.close()
 
@@ -615,7 +615,7 @@ def test_webgpu_runs_the_gpu_optimised_graph(gpu_release, tiny_ckpt, serve_folde
 
 
 def test_no_webgpu_adapter_falls_back_to_wasm(pw, tiny_release, serve_folder, open_page):
-    b = pw.chromium.launch(executable_path=CHROMIUM, args=BASE_ARGS)  # no --enable-unsafe-webgpu: no adapter
+    b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args())  # no --enable-unsafe-webgpu: no adapter
     try:
         p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=webgpu", b=b)
         st = p.run_photo()
@@ -627,27 +627,125 @@ def test_no_webgpu_adapter_falls_back_to_wasm(pw, tiny_release, serve_folder, op
         b.close()
 
 
-def test_webcam_runs_on_a_fake_camera_and_reports_a_missing_one(pw, tiny_release, serve_folder, open_page):
+def _unit(y: np.ndarray) -> np.ndarray:
+    """The page's normalised map (colormap.js normalizeDepth): min-max in float32, a constant map -> 0."""
+    lo, rng = y.min(), np.float32(y.max() - y.min())
+    return (y - lo) / rng if rng > 0 else np.zeros_like(y)
+
+
+def _webcam_frames(p, frames: int) -> dict:
+    """Start the fake camera, let it show `frames` more frames, stop it, and return what the page showed last (read
+    after the loop has ended, so every array belongs to the same frame)."""
+    p.page.click("#webcam")
+    p.wait(f"(edgedepth.video && edgedepth.video.frames >= {frames}) || edgedepth.state === 'error'", 90)
+    p.page.click("#webcam")
+    p.wait("edgedepth.webcam === 'stopped' && edgedepth.state === 'ready'", 30)
+    st = p.state()
+    assert not st["errors"], st
+    video = p.page.evaluate("""() => { const v = edgedepth.video; const c = document.getElementById('depth');
+        const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        const want = edgedepth.colorizeUnit(edgedepth.shownMap);
+        return {fps: v.fps, frames: v.frames, backend: v.backend, hasPrev: v.prevShown !== null,
+                drawn: px.length === want.length && px.every((b, i) => b === want[i]),
+                latencies: edgedepth.latencies, text: document.getElementById('st-video').textContent}; }""")
+    video["y"], video["shown"] = p.array("lastOutput"), p.array("shownMap")
+    video["prev"] = p.array("video.prevShown") if video["hasPrev"] else None
+    return video
+
+
+def test_webcam_shows_fps_backend_and_smooths_the_map(pw, tiny_release, serve_folder, open_page):
+    """Webcam mode on Chromium's fake camera (a moving test pattern): a frames-per-second figure consistent with the
+    model's own latency, the backend in use, and the smoothing toggle = an EMA of the normalised maps, replayed here
+    bit for bit (float64 blend, stored as float32, as web/video.js computes it)."""
     base = serve_folder(tiny_release["folder"])
-    b = pw.chromium.launch(executable_path=CHROMIUM, args=BASE_ARGS + [
-        "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"])
+    b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args(fake_camera=True))
     try:
         p = open_page(f"{base}?backend=wasm", b=b)
-        p.page.click("#webcam")
-        p.wait("edgedepth.runs >= 2 || edgedepth.state === 'error'", 60)
-        assert p.state()["webcam"] == "running" and not p.state()["errors"], p.state()
-        p.page.click("#webcam")
-        p.wait("edgedepth.webcam === 'stopped'", 10)
+        assert p.page.is_visible("#st-video-row") is False   # no webcam row before the camera runs
+
+        off = _webcam_frames(p, 3)
+        assert off["frames"] >= 3 and off["drawn"], off["text"]
+        # A frame cannot be shown faster than the model runs: fps <= 1000 / fastest inference; and it is positive.
+        assert 0 < off["fps"] <= 1000 / min(off["latencies"]), off
+        assert off["backend"].startswith("wasm") and "wasm" in off["text"] and "frames/s" in off["text"], off["text"]
+        assert "smoothing off" in off["text"]
+        np.testing.assert_array_equal(off["shown"], _unit(off["y"]))   # off: exactly this frame's map
+
+        p.page.check("#smooth")
+        p.page.evaluate("""() => { const r = document.getElementById('smooth-alpha'); r.value = '0.25';
+            r.dispatchEvent(new Event('input')); }""")
+        on = _webcam_frames(p, 3)
+        assert on["drawn"] and "smoothing on (new-frame weight 0.25)" in on["text"], on["text"]
+        assert on["prev"] is not None and not np.array_equal(on["prev"], _unit(on["y"])), "the fake camera did not move"
+        want = (0.25 * _unit(on["y"]).astype(np.float64) + (1 - 0.25) * on["prev"].astype(np.float64)).astype(np.float32)
+        np.testing.assert_array_equal(on["shown"], want)
+        assert not np.array_equal(on["shown"], _unit(on["y"]))
         p.close()
     finally:
         b.close()
+
+
+def test_webcam_reports_a_missing_camera(tiny_release, serve_folder, open_page):
     # The default browser has no camera (and no permission to ask): a visible message, not a blank page.
-    p = open_page(f"{base}?backend=wasm")
+    p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=wasm&smooth=7")
+    assert "?smooth=7: expected a new-frame weight in (0, 1]" in p.messages_text()
     p.page.click("#webcam")
     p.wait("typeof edgedepth.webcam === 'string'", 20)
     st = p.state()
     assert st["webcam"] not in ("running", "stopped"), st
     assert "Webcam:" in p.messages_text()
+
+
+# ---------------------------------------------------------------------------------------------------- docs/screenshot.png
+
+SCREENSHOT = os.path.join(ROOT, "scripts", "screenshot.py")
+DOCS_SHOT = os.path.join(ROOT, "docs", "screenshot.json")
+
+
+def _sha256(path: str) -> str:
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def test_docs_screenshot_shows_the_current_release():
+    """docs/screenshot.png is of today's release: the .tflite it shows has the golden SHA-256 of the synthetic release
+    (tests/golden; test_reproducible rebuilds it), so a pipeline change that changes the file fails here until
+    scripts/screenshot.py is run again. The PNG is the one the record describes, in compare mode."""
+    rec = json.load(open(DOCS_SHOT))
+    golden = json.load(open(os.path.join(ROOT, "tests", "golden", "release_sha256.json")))["synthetic release"]
+    assert rec["litert"]["sha256"] == golden["sha256"].get(rec["litert"]["path"]), \
+        "docs/screenshot.png shows an old file: run `make demo` and `.venv/bin/python scripts/screenshot.py " \
+        "out/depth-anything-v2-small`"
+    assert rec["checkpoint"]["state_dict_sha256"] == golden["state_dict_sha256"]
+    assert _sha256(os.path.join(ROOT, "docs", "screenshot.png")) == rec["png_sha256"]
+    assert rec["ort"]["path"].endswith(".onnx") and rec["litert"]["gpu_fully_delegated"] is True
+
+
+def test_screenshot_script_captures_compare_mode(tmp_path, ort_release, tiny_release):
+    """scripts/screenshot.py end to end on a tiny release: PNG + record, atomically; a release without an .onnx is one
+    line and exit 2, with nothing written."""
+    from PIL import Image
+
+    from test_cli_errors import assert_one_line_error
+
+    out = tmp_path / "shot.png"
+    r = subprocess.run([sys.executable, SCREENSHOT, ort_release["folder"], "-o", str(out)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rec = json.load(open(tmp_path / "shot.json"))
+    assert rec["litert"]["path"] == ort_release["entries"]["fp32"]["path"]
+    assert rec["ort"]["path"] == ort_release["onnx"]["path"] and rec["ort"]["sha256"] == ort_release["onnx"]["sha256"]
+    assert rec["rel_l2"] > 0 and rec["litert"]["ms"] > 0 and rec["ort"]["ms"] > 0
+    assert _sha256(str(out)) == rec["png_sha256"]
+    img = np.asarray(Image.open(out).convert("RGB"))
+    assert img.shape[1] == rec["viewport"]["width"] and img.shape[0] >= rec["viewport"]["height"]
+    assert img.std() > 20                                    # a page, not a blank image
+    assert sorted(os.listdir(tmp_path)) == ["shot.json", "shot.png"]
+
+    bad = tmp_path / "bad.png"
+    r = subprocess.run([sys.executable, SCREENSHOT, tiny_release["folder"], "-o", str(bad)], capture_output=True,
+                       text=True, timeout=300)
+    assert_one_line_error(r, "cannot run compare mode")
+    assert sorted(os.listdir(tmp_path)) == ["shot.json", "shot.png"]
 
 
 def test_page_reports_an_unreadable_release(tiny_release, serve_folder, open_page):
@@ -778,7 +876,7 @@ def test_tampered_onnx_is_refused(tmp_path, ort_release, serve_folder, open_page
 
 
 def test_ort_web_without_webgpu_adapter_falls_back_to_wasm(pw, ort_release, serve_folder, open_page):
-    b = pw.chromium.launch(executable_path=CHROMIUM, args=BASE_ARGS)  # no --enable-unsafe-webgpu: no adapter
+    b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args())  # no --enable-unsafe-webgpu: no adapter
     try:
         p = open_page(f"{serve_folder(ort_release['folder'])}?runtime=ort&backend=webgpu", b=b)
         st = p.run_photo()

@@ -3,9 +3,10 @@
 // (see web/README.md).
 
 import * as litert from '@litertjs/core';
-import { colorizeDepth } from './colormap.js';
+import { colorizeDepth, colorizeUnit, normalizeDepth } from './colormap.js';
 import { createSession, loadOrt, ortInfo, runSession } from './ort.js';
 import { decodeImage, preprocessRGBA } from './preprocess.js';
+import { emaStep, FpsMeter } from './video.js';
 
 const params = new URLSearchParams(location.search);
 const RELEASE = withSlash(params.get('release') || './release/');
@@ -23,7 +24,8 @@ const ui = {
   latency: $('st-latency'), compareRow: $('st-compare-row'), compare: $('st-compare'), file: $('file'),
   drop: $('drop'), webcam: $('webcam'), photo: $('photo'), views: $('views'), depth: $('depth'), video: $('video'),
   depthCaption: $('depth-caption'), depthAt: $('depth-at'), depthTitle: $('depth-title'), ortFigure: $('ort-figure'),
-  depthOrt: $('depth-ort'),
+  depthOrt: $('depth-ort'), smooth: $('smooth'), smoothAlpha: $('smooth-alpha'), smoothAlphaOut: $('smooth-alpha-out'),
+  videoRow: $('st-video-row'), videoOut: $('st-video'),
 };
 
 // Everything a test (or a curious user in the console) may read.
@@ -51,6 +53,10 @@ const E = {
   messages: [],
   manifest: null,
   webcam: null,               // null | 'running' | 'stopped' | message when unavailable
+  video: null,                // while/after the webcam runs: {fps, frames, backend, prevShown}; prevShown = the
+                              //   normalised map shown before the last frame (what smoothing blended with)
+  smoothing: { on: false, alpha: 0.3 },   // webcam only: EMA of the normalised map, alpha = weight of the new frame
+  shownMap: null,             // Float32Array [H*W]: the normalised (and, on video, smoothed) map drawn in #depth
   maxDepth: null,             // metres, for a metric release (manifest.model.kind 'metric'); null: relative depth
   depthAt: null,              // {x, y, value} under the cursor, in the model output's pixels
   ort: null,                  // ONNX Runtime Web's model ('ort', 'compare'): {artifact, backend, backendReason, source,
@@ -692,12 +698,23 @@ async function infer(rgba, width, height) {
   return { out, H, W };
 }
 
-function renderDepth(canvas, y, H, W) {
+let shownMaps = {};           // canvas id -> the normalised map last drawn there (the EMA's state on video)
+
+/** Colour y into canvas. Video frames with smoothing on show the EMA of the normalised maps instead of this frame's. */
+function renderDepth(canvas, y, H, W, video = false) {
   canvas.width = W;
   canvas.height = H;
   // Metric depth (metres): near = small, so colour -depth to keep "bright = near" (as predict does).
   const shown = E.maxDepth === null ? y : y.map((v) => -v);
-  canvas.getContext('2d').putImageData(new ImageData(colorizeDepth(shown), W, H), 0, 0);
+  const prev = shownMaps[canvas.id];
+  let unit = normalizeDepth(shown);
+  if (video && E.smoothing.on) unit = emaStep(prev, unit, E.smoothing.alpha);
+  shownMaps[canvas.id] = unit;
+  if (canvas === ui.depth) {
+    E.shownMap = unit;
+    if (video) E.video.prevShown = prev || null;
+  }
+  canvas.getContext('2d').putImageData(new ImageData(colorizeUnit(unit), W, H), 0, 0);
   if (photoAspect) canvas.style.aspectRatio = photoAspect;
   if (E.maxDepth !== null && canvas === ui.depth) {
     let lo = Infinity;
@@ -709,9 +726,9 @@ function renderDepth(canvas, y, H, W) {
 }
 
 /** Draw what infer() returned: one map, or (compare) LiteRT.js's and ONNX Runtime Web's side by side. */
-function showResults({ out, H, W }) {
-  renderDepth(ui.depth, out[primary()].y, H, W);
-  if (out.litert && out.ort) renderDepth(ui.depthOrt, out.ort.y, H, W);
+function showResults({ out, H, W }, video = false) {
+  renderDepth(ui.depth, out[primary()].y, H, W, video);
+  if (out.litert && out.ort) renderDepth(ui.depthOrt, out.ort.y, H, W, video);
   showLatency();
 }
 
@@ -778,6 +795,7 @@ async function runPhoto(blob) {
     }
     setState('running');
     await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));   // let "running" paint
+    shownMaps = {};   // a photo is never blended with video frames
     showResults(await infer(img.data, img.width, img.height));
     setState('ready');
   } catch (e) {
@@ -797,27 +815,40 @@ async function runPhoto(blob) {
 // ---------------------------------------------------------------------------------------------------- webcam
 
 let stream = null;
+let opening = false;          // between the click and the camera's first frame (a second click is ignored)
 
 async function startWebcam() {
+  if (opening) return;
   if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
     E.webcam = 'no camera API in this context (navigator.mediaDevices is unavailable; it needs a secure context)';
     say('warn', `Webcam: ${E.webcam}.`);
     return;
   }
+  opening = true;
+  ui.webcam.disabled = true;
+  E.video = { fps: null, frames: 0, backend: null, prevShown: null };
+  shownMaps = {};
   try {
     stream = await navigator.mediaDevices.getUserMedia({ video: { width: { ideal: 640 }, height: { ideal: 480 } }, audio: false });
+    ui.video.srcObject = stream;
+    await ui.video.play();
   } catch (e) {
     const n = e && e.name;
     E.webcam = n === 'NotFoundError' || n === 'OverconstrainedError' || n === 'DevicesNotFoundError' ? 'no camera found' :
       n === 'NotAllowedError' || n === 'SecurityError' ? 'camera permission denied (allow it in the address bar and try again)' :
         n === 'NotReadableError' ? 'the camera is in use by another application' : `camera unavailable: ${msg(e)}`;
     say('warn', `Webcam: ${E.webcam}.`);
+    stopWebcam();
     return;
+  } finally {
+    opening = false;
+    ui.webcam.disabled = false;
   }
-  ui.video.srcObject = stream;
-  await ui.video.play();
   E.webcam = 'running';
   ui.webcam.textContent = 'Stop webcam';
+  const meter = new FpsMeter();
+  ui.videoRow.hidden = false;
+  ui.videoOut.textContent = 'waiting for the first frame…';
   try {
     await ensureModels();
   } catch {
@@ -845,7 +876,10 @@ async function startWebcam() {
         gctx.drawImage(ui.video, 0, 0, w, h);
         drawPhoto(grab, w, h);
         setState('running');
-        showResults(await infer(gctx.getImageData(0, 0, w, h).data, w, h));
+        showResults(await infer(gctx.getImageData(0, 0, w, h).data, w, h), true);
+        E.video.fps = meter.tick(performance.now());
+        E.video.frames = meter.frames;
+        showVideo();
         setState('ready');
       } catch (e) {
         say('error', `Inference failed: ${msg(e)}`);
@@ -857,6 +891,23 @@ async function startWebcam() {
     }
     await new Promise((r) => requestAnimationFrame(r));
   }
+}
+
+/** The webcam row: frames per second actually shown (inference + drawing + waiting for a frame), the backend(s) in
+ * use, whether smoothing is on. */
+function showVideo() {
+  if (!E.video) return;
+  E.video.backend = ui.backendOut.textContent;
+  const fps = E.video.fps === null ? '— frames/s (one frame so far)' : `${E.video.fps.toFixed(1)} frames/s`;
+  const sm = E.smoothing.on ? `smoothing on (new-frame weight ${E.smoothing.alpha.toFixed(2)})` : 'smoothing off';
+  ui.videoOut.textContent = `${fps} · ${E.video.frames} frames · ${E.video.backend} · ${sm}`;
+}
+
+function setSmoothing() {
+  E.smoothing = { on: ui.smooth.checked, alpha: Number(ui.smoothAlpha.value) };
+  ui.smoothAlphaOut.textContent = E.smoothing.alpha.toFixed(2);
+  ui.smoothAlpha.disabled = !E.smoothing.on;
+  showVideo();
 }
 
 function stopWebcam() {
@@ -896,7 +947,12 @@ ui.artifact.addEventListener('change', () => {
 });
 ui.backend.addEventListener('change', () => { if (anyModel()) ensureModels().catch(() => {}); });
 ui.file.addEventListener('change', () => { if (ui.file.files[0]) runPhoto(ui.file.files[0]); });
-ui.webcam.addEventListener('click', () => { if (stream) stopWebcam(); else startWebcam(); });
+ui.webcam.addEventListener('click', () => {
+  if (opening) return;
+  if (stream) stopWebcam(); else startWebcam();
+});
+ui.smooth.addEventListener('change', setSmoothing);
+ui.smoothAlpha.addEventListener('input', setSmoothing);
 ui.depth.addEventListener('mousemove', showDepthAt);
 for (const t of ['dragenter', 'dragover']) {
   document.addEventListener(t, (e) => { e.preventDefault(); ui.drop.classList.add('over'); });
@@ -939,6 +995,8 @@ E.runPhoto = runPhoto;
 E.preprocessRGBA = preprocessRGBA;
 E.decodeImage = decodeImage;
 E.colorizeDepth = colorizeDepth;
+E.colorizeUnit = colorizeUnit;
+E.emaStep = emaStep;
 
 /** The mode the release allows: LiteRT.js needs a .tflite, ONNX Runtime Web an .onnx, compare both. */
 function checkMode() {
@@ -956,6 +1014,15 @@ function checkMode() {
 async function main() {
   const b = params.get('backend');
   if (b && ['auto', 'webgpu', 'wasm'].includes(b)) ui.backend.value = b;
+  const sm = params.get('smooth');   // ?smooth=ALPHA: webcam smoothing on with that new-frame weight
+  if (sm !== null) {
+    const a = Number(sm);
+    if (a > 0 && a <= 1) {
+      ui.smooth.checked = true;
+      ui.smoothAlpha.value = String(a);
+    } else say('warn', `?smooth=${sm}: expected a new-frame weight in (0, 1]; smoothing stays off.`);
+  }
+  setSmoothing();
   const r = params.get('runtime');
   if (MODES.includes(r)) ui.mode.value = r;
   else if (r) say('warn', `?runtime=${r}: expected litert, ort or compare; using LiteRT.js.`);

@@ -23,8 +23,9 @@ const INFERNO_HEX =
 export const INFERNO = new Uint8Array(256 * 3);
 for (let i = 0; i < 256 * 3; i++) INFERNO[i] = parseInt(INFERNO_HEX.substr(i * 2, 2), 16);
 
-/** Float32Array depth (H*W) -> RGBA ImageData bytes, exactly as predict.colorize (a constant map -> all index 0). */
-export function colorizeDepth(depth, out = new Uint8ClampedArray(depth.length * 4)) {
+/** Float32Array depth (H*W) -> min-max normalised Float32Array in [0, 1], as predict.colorize normalises
+ * (float32 arithmetic; a constant map -> all 0). */
+export function normalizeDepth(depth) {
   let lo = Infinity;
   let hi = -Infinity;
   for (let i = 0; i < depth.length; i++) {
@@ -33,18 +34,26 @@ export function colorizeDepth(depth, out = new Uint8ClampedArray(depth.length * 
     if (v > hi) hi = v;
   }
   const range = Math.fround(hi - lo);
-  for (let i = 0; i < depth.length; i++) {
-    let k = 0;
-    if (range > 0) {
-      const v = Math.fround(Math.fround(depth[i] - lo) / range);
-      k = Math.trunc(Math.fround(v * 256));
-      if (k > 255) k = 255;
-      if (k < 0) k = 0;
-    }
+  const unit = new Float32Array(depth.length);
+  if (range > 0) for (let i = 0; i < depth.length; i++) unit[i] = Math.fround(depth[i] - lo) / range;
+  return unit;
+}
+
+/** Normalised map (values in [0, 1]) -> RGBA bytes: index = floor(v * 256) clipped to 0..255. */
+export function colorizeUnit(unit, out = new Uint8ClampedArray(unit.length * 4)) {
+  for (let i = 0; i < unit.length; i++) {
+    let k = Math.trunc(Math.fround(unit[i] * 256));
+    if (k > 255) k = 255;
+    if (k < 0) k = 0;
     out[i * 4] = INFERNO[k * 3];
     out[i * 4 + 1] = INFERNO[k * 3 + 1];
     out[i * 4 + 2] = INFERNO[k * 3 + 2];
     out[i * 4 + 3] = 255;
   }
   return out;
+}
+
+/** Float32Array depth (H*W) -> RGBA ImageData bytes, exactly as predict.colorize (a constant map -> all index 0). */
+export function colorizeDepth(depth, out) {
+  return colorizeUnit(normalizeDepth(depth), out);
 }

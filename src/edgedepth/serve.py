@@ -66,6 +66,23 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-cache",
 }
 
+# Headless Debian chromium for the playground's tests, benchmarks and docs/screenshot.png (Debian's build ships the
+# SwiftShader Vulkan driver that WebGPU runs on here).
+CHROMIUM = "/usr/bin/chromium"
+_CHROMIUM_BASE = ("--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-quic", "--no-first-run")
+
+
+def chromium_args(*, webgpu: bool = False, fake_camera: bool = False) -> list[str]:
+    """Launch flags: offline and quiet; ``webgpu`` exposes the adapter (SwiftShader here; without it the page sees no
+    WebGPU adapter); ``fake_camera`` gives getUserMedia Chromium's moving test pattern without a permission prompt."""
+    args = list(_CHROMIUM_BASE)
+    if webgpu:
+        args.append("--enable-unsafe-webgpu")
+    if fake_camera:
+        args += ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
+    return args
+
 
 def web_dir() -> str:
     """The playground's files: ``EDGEDEPTH_WEB_DIR`` or ``web/`` of this checkout (src layout: ../../web)."""
