@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job behind `make demo`: the release recipe on the synthetic full-size model (every size preset, FP32, FP16
-# weights and INT8, rewrites, GPU-delegation check, parity vs PyTorch) -> verify -> a depth PNG of a photo -> how to
-# the playground in compare mode (a screenshot) -> how to open it yourself.
+# weights and INT8, rewrites, GPU-delegation check, parity vs PyTorch) -> verify -> a depth PNG of a photo -> the
+# playground in compare mode (a screenshot) -> how to open it yourself.
 set -euo pipefail
 OUT=${1:-out}
 BIN=.venv/bin
