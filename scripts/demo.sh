@@ -23,10 +23,10 @@ for f in m["files"]:
         continue
     gpu = {True: "fully on GPU", False: "NOT fully on GPU", None: "GPU not checked"}[f.get("gpu_fully_delegated")]
     p = built.get(f["path"], {}).get("parity_cpu") or {}
-    lat = f["latency"][0]["median_ms"] if f.get("latency") else float("nan")
+    lat = f"CPU {f['latency'][0]['median_ms']:.0f} ms (committed record)" if f.get("latency") else "CPU latency not recorded"
     print(f"  {f['path']:48s} {f['bytes'] / 1e6:6.1f} MB  {f['ops']:4d} ops  {gpu:16s} "
           f"rel-L2 vs PyTorch {p.get('pooled_rel_l2', float('nan')):.1e} (this machine)  "
-          f"CPU {lat:.0f} ms (committed record)")
+          f"{lat}")
 for use, r in m.get("recommended", {}).items():
     print(f"  recommended for {use}: {r['path']} ({r['why']})")
 PY

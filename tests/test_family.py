@@ -3,6 +3,7 @@ export and checks as Small; metric members output metres; licences and bad input
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -145,6 +146,8 @@ def test_member_release(tmp_path, recipe, model, licence, says):
     r = run_cli("release", "--recipe", f"recipes/depth-anything-v2-{recipe}.py", "--out", out, "--model", model,
                 "--sizes", "28x42", "--parity-images", "0", "--no-gpu-check")
     assert r.returncode == 0, r.stderr[-2000:]
+    done, total = re.findall(r"(\d+)/(\S+) stages", r.stderr)[-1]     # the progress bar's total was right
+    assert done == total, r.stderr[-500:]
     m = json.loads((out / "manifest.json").read_text())
     assert m["model"]["license"] == licence and m["model"]["family_member"] == recipe
     assert {f["output"]["semantics"] for f in m["files"] if "output" in f} == {MEMBERS[recipe].output_semantics}

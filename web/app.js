@@ -53,8 +53,9 @@ const E = {
   messages: [],
   manifest: null,
   webcam: null,               // null | 'running' | 'stopped' | message when unavailable
-  video: null,                // while/after the webcam runs: {fps, frames, backend, prevShown}; prevShown = the
-                              //   normalised map shown before the last frame (what smoothing blended with)
+  video: null,                // while/after the webcam runs: {fps, frames, backend, prevShown, frameTimes,
+                              //   preprocessMs}; prevShown = the normalised map shown before the last frame (what
+                              //   smoothing blended with); frameTimes = performance.now() of each frame shown
   smoothing: { on: false, alpha: 0.3 },   // webcam only: EMA of the normalised map, alpha = weight of the new frame
   shownMap: null,             // Float32Array [H*W]: the normalised (and, on video, smoothed) map drawn in #depth
   maxDepth: null,             // metres, for a metric release (manifest.model.kind 'metric'); null: relative depth
@@ -826,7 +827,7 @@ async function startWebcam() {
   }
   opening = true;
   ui.webcam.disabled = true;
-  E.video = { fps: null, frames: 0, backend: null, prevShown: null };
+  E.video = { fps: null, frames: 0, backend: null, prevShown: null, frameTimes: [], preprocessMs: [] };
   shownMaps = {};
   try {
     stream = await navigator.mediaDevices.getUserMedia({ video: { width: { ideal: 640 }, height: { ideal: 480 } }, audio: false });
@@ -877,8 +878,13 @@ async function startWebcam() {
         drawPhoto(grab, w, h);
         setState('running');
         showResults(await infer(gctx.getImageData(0, 0, w, h).data, w, h), true);
-        E.video.fps = meter.tick(performance.now());
+        const t = performance.now();
+        E.video.fps = meter.tick(t);
         E.video.frames = meter.frames;
+        if (E.video.frameTimes.length < 100000) {
+          E.video.frameTimes.push(t);
+          E.video.preprocessMs.push(E.lastPreprocessMs);
+        }
         showVideo();
         setState('ready');
       } catch (e) {

@@ -252,17 +252,12 @@ def cmd_bench(args) -> int:
 def cmd_release(args) -> int:
     from .progress import Stages
     from .release import build, load_recipe
+    from .release.build import stage_count
 
     recipe = load_recipe(args.recipe).with_overrides(
         model=args.model, sizes=[x.strip() for x in args.sizes.split(",")] if args.sizes else None,
         parity_images=args.parity_images)
-    et = recipe.executorch
-    n_files = len(recipe.sizes) * len(recipe.litert_precisions)
-    n_xnnpack = len(et.sizes) * len(et.precisions) * ("xnnpack" in et.backends) if et else 0
-    gate = recipe.parity_images != 0
-    stages = 2 + len(recipe.sizes) + n_files * ((not args.no_gpu_check) + gate) + (len(et.sizes) if et else 0) \
-        + n_xnnpack * gate
-    with Stages(stages, enabled=not args.quiet) as s:
+    with Stages(stage_count(recipe, gpu_check=not args.no_gpu_check), enabled=not args.quiet) as s:
         m = build(recipe, args.out, gpu_check=not args.no_gpu_check, progress=s.start)
     for f in m["files"]:
         print(f"{f['path']}  {f['bytes'] / 1e6:8.1f} MB  {f['sha256'][:16]}…")

@@ -165,6 +165,22 @@ def _round_metrics(m: dict) -> dict:
     return {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in m.items()}
 
 
+def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
+    """How many times ``build`` calls ``progress``: the progress bar's total (keep in step with build's ``step`` calls)."""
+    from ..family import APACHE, member_of_hub_id
+
+    gate = recipe.parity_images != 0
+    member = member_of_hub_id(recipe.base_model)
+    n = 2 + (member is not None and member.license != APACHE)          # load (+ licence note), manifest
+    n += len(recipe.sizes) * (1 + len(recipe.litert_precisions) * (gpu_check + gate))
+    et = recipe.executorch
+    if et:
+        n += len(et.sizes) * (1 + len(et.precisions) * ("xnnpack" in et.backends) * gate)
+    if recipe.onnx_precisions:
+        n += 1 + len(recipe.onnx_precisions) * gate
+    return n
+
+
 def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None) -> dict:
     """Build the release folder ``out_dir`` from ``recipe`` (overrides applied: ``Recipe.with_overrides``); returns the
     manifest dict."""

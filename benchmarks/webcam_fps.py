@@ -1,0 +1,152 @@
+"""Webcam frames per second in the playground (issue 18, part 4): what a user pointing a camera at the page gets.
+
+Headless Debian chromium with Chromium's fake camera (``--use-fake-device-for-media-stream``: a 640x480 moving test
+pattern). Each variant is one page with its model loaded (wasm backend, the page's 2 threads). Method: ``--rounds``
+interleaved rounds, the variants' order rotated by one each round; in its slot a variant starts the webcam, lets
+``--warmup`` frames pass, then times ``--frames`` frames and stops. frames/s = (frames − 1) ÷ (time of the last timed
+frame − time of the first), from the page's own frame timestamps (``edgedepth.video.frameTimes``, stamped when a frame
+has been drawn). Per frame the page also records the model latency (input tensor + run + read-back) and its
+preprocessing; the rest of a frame's time is grabbing the video frame, normalising/colouring/drawing the map (+ the
+EMA when smoothing is on) and waiting for the next animation frame.
+
+Variants: LiteRT.js on the release's default wasm file (518x686 FP32) and its smallest size (224x224 FP32, the one a
+webcam user would pick for speed), ORT-web on the release's ``.onnx`` (518x686 FP32), and LiteRT.js 224x224 with
+smoothing on (new-frame weight 0.3): the cost of the EMA.
+
+    .venv/bin/python benchmarks/webcam_fps.py out/depth-anything-v2-small --rounds 3 --warmup 2 --frames 8
+
+Output: ``benchmarks/results/webcam_fps.json`` -> BENCHMARKS.md "Browser" (md_browser.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+
+import numpy as np
+
+from playground_latency import machine_load
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "benchmarks", "results", "webcam_fps.json")
+
+
+def _variants(manifest: dict) -> list[dict]:
+    files = manifest["files"]
+    pick = lambda fmt, size: next((f for f in files if f.get("format") == fmt and f.get("size") == size  # noqa: E731
+                                   and f.get("precision") == "fp32"), None)
+    big = (manifest.get("recommended") or {}).get("wasm", {}).get("path") or pick("tflite", "518x686")["path"]
+    big_entry = next(f for f in files if f["path"] == big)
+    small = min((f for f in files if f.get("format") == "tflite" and f.get("precision") == "fp32"),
+                key=lambda f: np.prod(f["input"]["shape"]))
+    onnx = pick("onnx", big_entry["size"])
+    out = [{"key": f"litertjs:{big_entry['size']}", "runtime": "litert", "entry": big_entry, "smooth": None},
+           {"key": f"litertjs:{small['size']}", "runtime": "litert", "entry": small, "smooth": None},
+           {"key": f"litertjs:{small['size']}+smoothing", "runtime": "litert", "entry": small, "smooth": 0.3}]
+    if onnx:
+        out.append({"key": f"ortweb:{onnx['size']}", "runtime": "ort", "entry": onnx, "smooth": None})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("folder", help="release folder (manifest.json)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--frames", type=int, default=8)
+    ap.add_argument("--out", default=RESULTS)
+    ap.add_argument("--busy-pattern", default="family.py|pytest|recipes/")
+    a = ap.parse_args(argv)
+
+    from playwright.sync_api import sync_playwright
+
+    from edgedepth.release import manifest as mf
+    from edgedepth.serve import CHROMIUM, chromium_args, make_server, start_in_thread, url_of
+    from edgedepth.verify.bench import environment
+
+    m = mf.load(a.folder)
+    variants = _variants(m)
+    before = machine_load(a.busy_pattern)
+    srv = make_server(a.folder, port=0)
+    start_in_thread(srv)
+    base = url_of(srv)
+    per_frame_s = 1200
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args(fake_camera=True))
+        try:
+            for v in variants:
+                v["context"] = browser.new_context()
+                page = v["page"] = v["context"].new_page()
+                q = f"?runtime={v['runtime']}&backend=wasm&artifact={v['entry']['path']}"
+                page.goto(base + q + (f"&smooth={v['smooth']}" if v["smooth"] else ""))
+                page.wait_for_function("window.edgedepth && edgedepth.state !== 'starting'", timeout=120_000)
+                page.evaluate("edgedepth.load()")
+                page.wait_for_function("edgedepth.state === 'ready' || edgedepth.state === 'error'",
+                                       timeout=per_frame_s * 1000)
+                v.update(frames_ms=[], model_ms=[], preprocess_ms=[], fps_per_round=[])
+            for r in range(a.rounds):
+                for v in variants[r % len(variants):] + variants[:r % len(variants)]:
+                    page = v["page"]
+                    page.click("#webcam")
+                    page.wait_for_function(f"(edgedepth.video && edgedepth.video.frames >= {a.warmup + a.frames}) "
+                                           "|| edgedepth.errors.length", timeout=per_frame_s * 1000)
+                    page.click("#webcam")
+                    page.wait_for_function("edgedepth.webcam === 'stopped' && edgedepth.state === 'ready'",
+                                           timeout=120_000)
+                    got = page.evaluate("""(n) => { const v = edgedepth.video; const k = v.frameTimes.length;
+                        return {errors: edgedepth.errors, t: v.frameTimes.slice(k - n), pre: v.preprocessMs.slice(k - n),
+                                model: edgedepth.latencies.slice(-n), backend: v.backend,
+                                smoothing: edgedepth.smoothing}; }""", a.frames)
+                    if got["errors"]:
+                        raise RuntimeError(f"{v['key']}: page error: {got['errors'][0]}")
+                    t = np.asarray(got["t"])
+                    v["frames_ms"] += np.diff(t).tolist()
+                    v["model_ms"] += got["model"]
+                    v["preprocess_ms"] += got["pre"]
+                    v["fps_per_round"].append((len(t) - 1) * 1000 / (t[-1] - t[0]))
+                    v["backend"], v["smoothing"] = got["backend"], got["smoothing"]
+                    print(f"round {r + 1}: {v['key']}: {v['fps_per_round'][-1]:.2f} frames/s", flush=True)
+            chromium = browser.version
+        finally:
+            browser.close()
+    srv.shutdown()
+    after = machine_load(a.busy_pattern)
+    med = lambda x: float(np.median(x))  # noqa: E731
+    rows = {}
+    for v in variants:
+        frame = med(v["frames_ms"])
+        rows[v["key"]] = {
+            "runtime": "LiteRT.js" if v["runtime"] == "litert" else "ONNX Runtime Web", "file": v["entry"]["path"],
+            "size": v["entry"]["size"], "backend": v["backend"], "smoothing": v["smoothing"],
+            "fps": 1000 / frame, "fps_per_round": v["fps_per_round"], "frame_ms_median": frame,
+            "model_ms_median": med(v["model_ms"]), "preprocess_ms_median": med(v["preprocess_ms"]),
+            "other_ms_median": frame - med(v["model_ms"]) - med(v["preprocess_ms"]), "n_frames": len(v["frames_ms"]),
+        }
+    env = environment()
+    shared = bool(before["other_heavy_jobs"] or after["other_heavy_jobs"])
+    out = {
+        "method": (f"headless chromium {chromium}, fake camera 640x480, wasm, {a.rounds} interleaved rounds x "
+                   f"({a.warmup} warm-up + {a.frames} timed frames) per variant; frames/s = 1000 / median frame "
+                   "interval (page timestamps when a frame is drawn); model = input tensor + run + read-back; other = "
+                   "frame interval - model - preprocessing (grab, normalise/colour/draw, EMA, waiting for a frame)"),
+        "date": datetime.date.today().isoformat(), "cpu": env.get("cpu"), "cores": os.cpu_count(),
+        "release": os.path.relpath(os.path.abspath(a.folder), ROOT),
+        "checkpoint": (m.get("provenance") or {}).get("checkpoint"),
+        "machine": {"shared": shared, "before": before, "after": after}, "variants": rows,
+    }
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(out, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, a.out)
+    for k, r in rows.items():
+        print(f"{k:28s} {r['fps']:5.2f} frames/s  frame {r['frame_ms_median']:.0f} ms = model {r['model_ms_median']:.0f}"
+              f" + preprocessing {r['preprocess_ms_median']:.0f} + other {r['other_ms_median']:.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
