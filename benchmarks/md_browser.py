@@ -105,3 +105,34 @@ def section_playground(L):
                   "so a release recommends FP32 for wasm and the FP16-weight file only for WebGPU (`recommended` in "
                   "`manifest.json`, which the playground follows)."]
     L.append("")
+    _webcam(L)
+
+
+def _webcam(L):
+    w = load("webcam_fps.json")
+    if not w:
+        return
+    L += ["### Webcam mode (`benchmarks/webcam_fps.py`)", "",
+          f"Method: {w['method']}. CPU: {w['cpu']}, {w['cores']} cores; {w['date']}"
+          + (" (the machine was shared with other heavy jobs)" if w["machine"]["shared"] else "") + ".", "",
+          "| runtime | file | smoothing | frames/s (per round) | frame ms | model ms | preprocessing ms | other ms |",
+          "|---|---|---|---|---|---|---|---|"]
+    for r in w["variants"].values():
+        sm = r["smoothing"] or {}
+        smooth = f"on, weight {sm['alpha']:.2f}" if sm.get("on") else "off"
+        per = " / ".join(f"{f:.2f}" for f in r["fps_per_round"])
+        L.append(f"| {r['runtime']} {r['backend'].split(' ')[0] if r['backend'] else ''} | `{r['file']}` | {smooth} | "
+                 f"**{r['fps']:.2f}** ({per}) | {_ms(r['frame_ms_median'])} | {_ms(r['model_ms_median'])} | "
+                 f"{_ms(r['preprocess_ms_median'])} | {_ms(r['other_ms_median'])} |")
+    rows = list(w["variants"].values())
+    share = max((r["frame_ms_median"] - r["model_ms_median"]) / r["frame_ms_median"] for r in rows)
+    L += ["", f"Preprocessing + everything else is at most {100 * share:.0f} % of a frame in every row: the model is the "
+          "frame."]
+    on = next((r for r in rows if (r["smoothing"] or {}).get("on")), None)
+    off = next((r for r in rows if on and r["file"] == on["file"] and not (r["smoothing"] or {}).get("on")), None)
+    if on and off:
+        L[-1] += (f" Smoothing on vs off, same file: frame {_ms(on['frame_ms_median'])} vs {_ms(off['frame_ms_median'])}"
+                  f" ms, of which other {_ms(on['other_ms_median'])} vs {_ms(off['other_ms_median'])} ms (the EMA's "
+                  "cost is within that part's noise).")
+    L += ["On this 2-core CPU's wasm only the smallest size gives several frames per second; the 518×686 file is for "
+          "WebGPU on a real GPU (not measurable here: the only adapter is SwiftShader).", ""]

@@ -90,10 +90,11 @@ def main(argv=None) -> int:
             for r in range(a.rounds):
                 for v in variants[r % len(variants):] + variants[:r % len(variants)]:
                     page = v["page"]
-                    page.click("#webcam")
+                    page.bring_to_front()     # a background page's requestAnimationFrame is throttled
+                    page.evaluate("document.getElementById('webcam').click()")
                     page.wait_for_function(f"(edgedepth.video && edgedepth.video.frames >= {a.warmup + a.frames}) "
                                            "|| edgedepth.errors.length", timeout=per_frame_s * 1000)
-                    page.click("#webcam")
+                    page.evaluate("document.getElementById('webcam').click()")
                     page.wait_for_function("edgedepth.webcam === 'stopped' && edgedepth.state === 'ready'",
                                            timeout=120_000)
                     got = page.evaluate("""(n) => { const v = edgedepth.video; const k = v.frameTimes.length;
