@@ -150,6 +150,71 @@ def _pieces(mm, height: int, width: int):
             attn = torch.softmax(torch.matmul(x, x.transpose(2, 3)), dim=-1)
             return torch.matmul(x.transpose(2, 3), attn.transpose(2, 3)).transpose(2, 3)
 
+    class Core4SplitK(nn.Module):     # rank-4 core with attn @ v split over c key chunks, partial products summed
+        def __init__(self, c):
+            super().__init__()
+            self.c = c
+
+        def forward(self, x):
+            attn = torch.softmax(torch.matmul(x, x.transpose(2, 3)), dim=-1)
+            n = x.shape[2]
+            b = [n * i // self.c for i in range(self.c + 1)]
+            out = None
+            for i in range(self.c):
+                p = torch.matmul(attn[..., b[i]:b[i + 1]], x[:, :, b[i]:b[i + 1], :])
+                out = p if out is None else out + p
+            return out
+
+    class FixedKV(nn.Module):         # k cores whose K and V are the chain's input x: q @ x^T (adj_y) or q @ kt
+        def __init__(self, k, pre_transposed):
+            super().__init__()
+            self.k, self.pre = k, pre_transposed
+
+        def forward(self, x):
+            kt = x.transpose(2, 3).contiguous() if self.pre else None
+            y = x
+            for _ in range(self.k):
+                s = torch.matmul(y, kt) if self.pre else torch.matmul(y, x.transpose(2, 3))
+                y = torch.matmul(torch.softmax(s, dim=-1), x)
+            return y
+
+    class SoftmaxParts(nn.Module):    # [1,h,N,d] -> scores -> k softmaxes as max/sub/exp/sum/div -> [1,h,N,d]
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+
+        def forward(self, x):
+            s = torch.matmul(x, x.transpose(2, 3))
+            for _ in range(self.k):
+                e = torch.exp(s - s.amax(dim=-1, keepdim=True))
+                s = e / e.sum(dim=-1, keepdim=True)
+            return torch.matmul(s, x)
+
+    class Softmaxes4(nn.Module):      # the SOFTMAX op on the same rank-4 scores (reference for SoftmaxParts)
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+
+        def forward(self, x):
+            s = torch.matmul(x, x.transpose(2, 3))
+            for _ in range(self.k):
+                s = torch.softmax(s, dim=-1)
+            return torch.matmul(s, x)
+
+    class CoreFcHeads(nn.Module):     # head by head on rank-2 [N, d] slices, both products as linear() by a tensor
+        def __init__(self, h, d):     # (FULLY_CONNECTED with runtime weights, if the converter keeps it)
+            super().__init__()
+            self.h, self.d = h, d
+
+        def forward(self, x):         # x: [N, h*d]
+            f = nn.functional.linear
+            outs = []
+            sl = lambda i: x[:, (i % self.h) * self.d:(i % self.h + 1) * self.d]  # noqa: E731
+            for i in range(self.h):   # k, v from other heads' slices: one tensor as both inputs of an op aborts
+                q, k, v = sl(i), sl(i + 1), sl(i + 2)   # the GPU delegate ("already a consumer of the value")
+                outs.append(f(torch.softmax(f(q, k), dim=-1), v.t()))
+            return torch.cat(outs, dim=-1)
+
     class CoreHeads(nn.Module):       # the same core head by head on [1, N, d] slices of a [1, N, h*d] tensor
         def __init__(self, h, d):
             super().__init__()
@@ -190,6 +255,8 @@ def _pieces(mm, height: int, width: int):
         "call_model_io": ("the model's input write + output read + one MEAN (per-call floor)",
                           {1: (ModelIO(), (1, 3, height, width))}),
         "call_tokens": ("a [1,N,D] -> [1,N,D] file with one ADD (per-call floor)", {1: (AddChain(1), tok)}),
+        "call_tiny": ("a [1,8] -> [1,8] file with one ADD: dispatch + sync, no bytes (gpu_floor.py)",
+                      {1: (AddChain(1), (1, 8))}),
         "stem": ("patch conv + CLS/position", {1: (mm.backbone.embeddings, (1, 3, height, width))}),
         "block": ("one encoder layer", {k: (Chain([cp(ly(i)) for i in range(k)]), tok) for k in (4, 12)}),
         "attention_half": ("LayerNorm + QKV + attention core + o_proj + residual",
@@ -202,6 +269,19 @@ def _pieces(mm, height: int, width: int):
                                  {k: (Chain([Core4() for _ in range(k)]), (1,) + hnd) for k in (8, 24)}),
         "attention_core_rank4_vt": (f"the rank-4 core with attn @ v computed as (v^T attn^T)^T (output channels N)",
                                     {k: (Chain([Core4VT() for _ in range(k)]), (1,) + hnd) for k in (8, 24)}),
+        "attention_core_rank4_splitk2": ("the rank-4 core with attn @ v as 2 key-chunk products + ADD",
+                                         {k: (Chain([Core4SplitK(2) for _ in range(k)]), (1,) + hnd) for k in (8, 24)}),
+        "attention_core_rank4_splitk4": ("the rank-4 core with attn @ v as 4 key-chunk products + ADDs",
+                                         {k: (Chain([Core4SplitK(4) for _ in range(k)]), (1,) + hnd) for k in (8, 24)}),
+        "attention_fixedkv_adjy": ("rank-4 core, K = V = chain input, q k^T with adj_y (as shipped)",
+                                   {k: (FixedKV(k, False), (1,) + hnd) for k in (8, 24)}),
+        "attention_fixedkv_kt": ("rank-4 core, K = V = chain input, K^T made once: q @ kt without adj_y",
+                                 {k: (FixedKV(k, True), (1,) + hnd) for k in (8, 24)}),
+        "softmax_rank4": (f"SOFTMAX over [1,{heads},N,N]", {k: (Softmaxes4(k), (1,) + hnd) for k in (8, 24)}),
+        "softmax_rank4_parts": (f"softmax over [1,{heads},N,N] as REDUCE_MAX, SUB, EXP, SUM, DIV",
+                                {k: (SoftmaxParts(k), (1,) + hnd) for k in (8, 24)}),
+        "attention_core_fc_heads": (f"head by head on [N,{hd}] slices, q k^T and attn v as linear() by a tensor",
+                                    {k: (Chain([CoreFcHeads(heads, hd) for _ in range(k)]), tok[1:]) for k in (8, 24)}),
         "attention_core_heads": (f"the same head by head: SLICE [1,N,{hd}] per head, CONCATENATION",
                                  {k: (Chain([CoreHeads(heads, hd) for _ in range(k)]), tok) for k in (8, 24)}),
         "softmax": (f"SOFTMAX over [{heads},N,N]", {k: (Softmaxes(k), hnd) for k in (8, 24)}),

@@ -96,8 +96,35 @@ def section_gpu_attribution(L):
           f"{_fmt(est['gpu'] / whole['gpu'] if est['gpu'] and whole['gpu'] else None, '{:.0%}')} | | {_fmt(est['gpu-fp16'])} |",
           ""]
     L += _reading(a) + [""]
+    _floor(L)
     _formulations(L, a)
     _model_variants(L, a)
+
+
+def _floor(L):
+    """The per-call floor split into its parts (benchmarks/gpu_floor.py)."""
+    f = load("gpu_floor.json")
+    if not f:
+        return
+    parts = ["call", "write", "run+read", "run x4 + read, per run"]
+    L += [f"The per-call floor, split (`benchmarks/gpu_floor.py`; {f['method']}; call = write + run + read as in "
+          "every figure above; run+read = the input already on the GPU; run x4 + read = four runs queued, one read, "
+          "per run):", "",
+          "| file | in / out MB | " + " | ".join(f"{p} ms" for p in parts) + " |", "|---|---|" + "---|" * len(parts)]
+    for lab, r in f["files"].items():
+        m = r["median_ms"]
+        L.append(f"| {lab} | {r['input_mb']:.1f} / {r['output_mb']:.1f} | " + " | ".join(f"{m[p]:.2f}" for p in parts)
+                 + " |")
+    shipped, tiny = f["files"].get("shipped model"), f["files"].get("tiny [1,8] ADD")
+    if shipped and tiny:
+        m = shipped["median_ms"]
+        L += ["", f"Writing the {shipped['input_mb']:.1f} MB input is {m['write']:.2f} ms of the shipped file's "
+              f"{m['call']:.2f} ms call, and a call of the tiny file costs {tiny['median_ms']['call']:.2f} ms (dispatch +"
+              f" wait, no data). `run_by_index` returns before the GPU finishes (the tiny file's queued runs take "
+              f"{tiny['median_ms']['run x4 + read, per run']:.2f} ms each): with the input already on the GPU the "
+              f"model takes {m['run+read']:.2f} ms per call and {m['run x4 + read, per run']:.2f} ms per run when runs "
+              "are queued back to back — the figure to hold against PyTorch's CUDA-event time, which leaves host "
+              "copies out.", ""]
 
 
 def _reading(a) -> list[str]:
@@ -153,24 +180,48 @@ def _formulations(L, a):
             ("attention_core_heads", f"attention core head by head on [1, N, {hd}] slices")]
     L += ["Same arithmetic, other formulations (per copy, by differencing):", "",
           "| formulation | ops per copy | FP32 ms | FP16 ms |", "|---|---|---|---|"]
+    _formulation_rows(L, a, rows)
+    # Later, separate runs (`run --only ...`): their rows compare only with each other (each has its own shipped row).
+    _formulation_rows(L, load("gpu_attribution_vt.json"), [
+        ("attention_core_rank4", "separate run: rank-4 core as shipped"),
+        ("attention_core_rank4_vt", "separate run: rank-4 core, attn @ v as (vᵀ attnᵀ)ᵀ")])
+    _formulation_rows(L, load("gpu_attribution_attention.json"), [
+        ("attention_core_rank4", "run 3: rank-4 core as shipped (K transposed per core)"),
+        ("attention_fixedkv_adjy", "run 3: rank-4 core, K = V fixed, Kᵀ transposed once for the chain"),
+        ("attention_core_rank4_splitk2", "run 3: rank-4 core, attn @ v split over 2 key chunks + ADD"),
+        ("attention_core_rank4_splitk4", "run 3: rank-4 core, attn @ v split over 4 key chunks + ADDs"),
+        ("softmax_rank4", f"run 3: SOFTMAX alone on rank-4 [1, {h}, N, N]")])
+    _formulation_rows(L, load("gpu_attribution_fc_heads.json"), [
+        ("attention_core_rank4", "run 4: rank-4 core as shipped"),
+        ("attention_core_fc_heads", f"run 4: head by head on [N, {hd}], q kᵀ as FULLY_CONNECTED with runtime weights")])
+    L.append("")
+    r3 = load("gpu_attribution_attention.json")
+    if r3:
+        t = {p: per_copy(r3, p, "gpu")[0] for p in ("attention_core_rank4", "attention_fixedkv_adjy",
+                                                     "attention_core_rank4_splitk2", "attention_core_rank4_splitk4",
+                                                     "softmax_rank4")}
+        if all(v is not None for v in t.values()):
+            best = min(v for k, v in t.items() if k != "softmax_rank4")
+            L += [f"Run 3 (FP32): the best alternative core takes {best / t['attention_core_rank4']:.2f}× the shipped "
+                  f"one; SOFTMAX is {t['softmax_rank4'] / t['attention_core_rank4'] * 100:.0f} % of a core and "
+                  f"dropping the per-core Kᵀ TRANSPOSE changes a core by "
+                  f"{(t['attention_fixedkv_adjy'] / t['attention_core_rank4'] - 1) * 100:+.0f} %, so the two BATCH_MATMULs "
+                  f"(≈ {t['attention_core_rank4'] - t['softmax_rank4']:.2f} ms per layer) are the delegate's kernel "
+                  "cost: no graph formulation tried here changes it.", ""]
+
+
+def _formulation_rows(L, a, rows):
+    """One table row per (piece, label) of attribution record ``a`` that has the piece: ops and ms per copy."""
+    if not a:
+        return
     for piece, label in rows:
-        if piece not in idx:
-            continue
-        reps = idx[piece]["reps"]
+        if piece not in a["index"]["pieces"] or per_copy(a, piece, "gpu")[0] is None:
+            continue        # not in this run
+        reps = a["index"]["pieces"][piece]["reps"]
         ks = sorted(int(k) for k in reps)
         ops = (reps[str(ks[-1])]["ops"] - reps[str(ks[0])]["ops"]) / (ks[-1] - ks[0])
         L.append(f"| {label} | {ops:.0f} | {_fmt(per_copy(a, piece, 'gpu')[0], '{:.3f}')} | "
                  f"{_fmt(per_copy(a, piece, 'gpu-fp16')[0], '{:.3f}')} |")
-    v = load("gpu_attribution_vt.json")      # a later, separate run (`run --only ...`): its rows compare only with
-    if v and "attention_core_rank4_vt" in v["index"]["pieces"]:   # each other
-        for piece, label in (("attention_core_rank4", "separate run: rank-4 core as shipped"),
-                             ("attention_core_rank4_vt", "separate run: rank-4 core, attn @ v as (vᵀ attnᵀ)ᵀ")):
-            reps = v["index"]["pieces"][piece]["reps"]
-            ks = sorted(int(k) for k in reps)
-            ops = (reps[str(ks[-1])]["ops"] - reps[str(ks[0])]["ops"]) / (ks[-1] - ks[0])
-            L.append(f"| {label} | {ops:.0f} | {_fmt(per_copy(v, piece, 'gpu')[0], '{:.3f}')} | "
-                     f"{_fmt(per_copy(v, piece, 'gpu-fp16')[0], '{:.3f}')} |")
-    L.append("")
 
 
 def _model_variants(L, a):

@@ -15,6 +15,7 @@ import importlib
 import os
 
 from ..errors import EdgedepthError
+from ..family import DEFAULT_STEM
 from ..fsutil import sha256_file
 
 
@@ -146,5 +147,4 @@ def export(model, height: int, width: int, out_dir: str, *, target_name: str = "
     """
     fmt = target(target_name)
     return fmt.module.export_model(model, height, width, out_dir, precisions=tuple(precisions), rewrites=rewrites,
-                                   backends=backends, verbose=verbose, progress=progress,
-                                   **({"stem": stem} if stem else {}))
+                                   backends=backends, verbose=verbose, progress=progress, stem=stem or DEFAULT_STEM)
