@@ -14,6 +14,7 @@ token-sized ADD file (2.8 MB in and out), the model-sized I/O file (4.3 MB in, 1
 model. One interleaved run: ``--rounds`` rounds, order rotated, ``--warmup`` + ``--iters`` calls per slot, FP32
 enforced.
 
+    .venv/bin/python benchmarks/gpu_floor.py --build          # here, once: the input-dtype files
     (device) python3 benchmarks/gpu_floor.py --out $OUT/gpu_floor.json
 """
 
@@ -31,17 +32,69 @@ SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
 sys.path.insert(0, SRC)
 
 FILES = {"tiny [1,8] ADD": "call_tiny_x1", "token-sized ADD": "call_tokens_x1", "model-sized I/O + MEAN": "call_model_io_x1",
-         "shipped model": "model_shipped"}
+         "model-sized I/O, float16 input": "io_f16", "model-sized I/O, uint8 input (/255 in the graph)": "io_u8",
+         "shipped model": "model_shipped", "shipped model, uint8 input (--input-dtype uint8)": "model_shipped_u8in"}
+# The two input-dtype files are made by `gpu_floor.py build` (no weights: they travel as they are).
+DTYPES = {"io_f16": np.float16, "io_u8": np.uint8, "model_shipped_u8in": np.uint8}
+STRIPPED = {"model_shipped_u8in"}          # full weights: they travel stripped (edgedepth.transport), refilled there
+
+
+def build(folder: str) -> None:
+    """Here: the model-sized I/O file (one MEAN over the channels) with a float16 and a uint8 input (CAST in the graph;
+    uint8 also /255): what writing the input costs when the input is 2x or 4x smaller."""
+    import litert_torch
+    import torch
+    from torch import nn
+
+    from edgedepth.formats.tflite import _quiet
+
+    class IO(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.kind = kind
+
+        def forward(self, x):
+            x = x.float() / 255.0 if self.kind == "io_u8" else x.float()
+            return x.mean(dim=1)
+
+    shape = (1, 3, 518, 686)
+    for kind, sample in (("io_f16", torch.randn(shape).half()), ("io_u8", torch.randint(0, 256, shape, dtype=torch.uint8))):
+        with _quiet(True), torch.no_grad():
+            litert_torch.convert(IO(kind).eval(), (sample,)).export(os.path.join(folder, kind + ".tflite"))
+        print("built", kind)
+    from edgedepth import formats, transport
+    from edgedepth.checkpoint import load_checkpoint
+
+    (f,) = formats.export(load_checkpoint("synthetic", quiet=True).model, 518, 686, folder, precisions=("fp32",),
+                          input_dtype="uint8")
+    transport.strip(f.path, os.path.join(folder, "model_shipped_u8in.stripped.tflite"), min_bytes=1024)
+    os.remove(f.path)
+    print("built model_shipped_u8in (stripped)")
+
+
+def call(r, x):
+    """write + run + read, as LiteRTRunner.run (which checks for float32 input; the dtype files need their own)."""
+    r._ib[0].write(x)
+    r._cm.run_by_index(0, r._ib, r._ob)
+    r._ob[0].read(r._n_out, np.float32)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default=".dev/gpu_attr")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "out"), "gpu_floor.json"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--backend", default="gpu", choices=["gpu", "gpu-fp16"],
+                    help="gpu: FP32 enforced; gpu-fp16: LiteRT's default precision")
+    ap.add_argument("--files", nargs="*", help="only these FILES keys (e.g. model_shipped model_shipped_u8in)")
+    ap.add_argument("--parts", nargs="*", help="only these parts (call, run+read, write, 'run x4 + read, per run')")
+    ap.add_argument("--build", action="store_true", help="make the input-dtype files in --dir (here) and stop")
     a = ap.parse_args()
+    if a.build:
+        build(a.dir)
+        return 0
 
     from edgedepth import transport
     from edgedepth.runtimes.litert import LiteRTRunner
@@ -52,16 +105,23 @@ def main() -> int:
                **{f"model_{n}": f for n, f in index["models"].items()}}
     runners = {}
     for label, key in FILES.items():
-        f = entries[key]
-        path = f"/tmp/{key}.tflite"
-        transport.fill_float(os.path.join(a.dir, f["file"]), path, seed=0)
-        r = LiteRTRunner(path, backend="gpu")
-        x = np.random.default_rng(1).standard_normal(f["input"], dtype=np.float32)
-        r.run(x)
+        if a.files and key not in a.files:
+            continue
+        if key in DTYPES:
+            path = os.path.join(a.dir, key + ".tflite")
+            if key in STRIPPED:
+                path = f"/tmp/{key}.tflite"
+                transport.fill_float(os.path.join(a.dir, key + ".stripped.tflite"), path, seed=0)
+            f = {"file": os.path.basename(path), "input": [1, 3, 518, 686]}
+            x = (np.random.default_rng(1).standard_normal(f["input"]) * 50 + 100).clip(0, 255).astype(DTYPES[key])
+        else:
+            f = entries[key]
+            path = f"/tmp/{key}.tflite"
+            transport.fill_float(os.path.join(a.dir, f["file"]), path, seed=0)
+            x = np.random.default_rng(1).standard_normal(f["input"], dtype=np.float32)
+        r = LiteRTRunner(path, backend=a.backend)
+        call(r, x)
         runners[label] = (r, x, f)
-
-    def call(r, x):
-        r.run(x)
 
     def run_read(r, x):
         r._cm.run_by_index(0, r._ib, r._ob)
@@ -76,6 +136,7 @@ def main() -> int:
         r._ob[0].read(r._n_out, np.float32)
 
     parts = {"call": (call, 1), "run+read": (run_read, 1), "write": (write, 1), "run x4 + read, per run": (run4_read, 4)}
+    parts = {p: v for p, v in parts.items() if not a.parts or p in a.parts}
     times = {(lab, p): [] for lab in runners for p in parts}
     order = [(lab, p) for lab in runners for p in parts]
     for rd in range(a.rounds):
@@ -89,12 +150,13 @@ def main() -> int:
                 if i >= a.warmup:
                     times[(lab, p)].append(dt)
     out = {"kind": "edgedepth.gpu_floor", "environment": environment(threads=None),
-           "method": f"LiteRT GPU accelerator, FP32 enforced; {a.rounds} interleaved rounds x ({a.warmup} + {a.iters}) "
+           "backend": a.backend,
+           "method": f"LiteRT GPU accelerator, {'FP32 enforced' if a.backend == 'gpu' else 'default precision'}; {a.rounds} interleaved rounds x ({a.warmup} + {a.iters}) "
                      "per (file, part), order rotated; medians",
            "files": {}}
     for lab, (r, x, f) in runners.items():
         out["files"][lab] = {"file": FILES[lab], "input": f["input"], "input_mb": x.nbytes / 1e6,
-                             "output_mb": r._n_out * 4 / 1e6, "ops": f["ops"],
+                             "output_mb": r._n_out * 4 / 1e6, "ops": f.get("ops"),
                              "median_ms": {p: float(np.median(times[(lab, p)])) for p in parts}}
         print(lab, {p: round(v, 3) for p, v in out["files"][lab]["median_ms"].items()}, flush=True)
         r.close()

@@ -125,6 +125,25 @@ def _floor(L):
               f"model takes {m['run+read']:.2f} ms per call and {m['run x4 + read, per run']:.2f} ms per run when runs "
               "are queued back to back — the figure to hold against PyTorch's CUDA-event time, which leaves host "
               "copies out.", ""]
+    _uint8_input(L)
+
+
+def _uint8_input(L):
+    """The shipped graph with a uint8 pixel input (`export --input-dtype uint8`) against the float32 one."""
+    runs = [(load(f"gpu_floor_u8in_{k}.json"), label) for k, label in (("fp32", "FP32 enforced"),
+                                                                        ("default", "default precision (FP16)"))]
+    runs = [(r, label) for r, label in runs if r]
+    if not runs:
+        return
+    L += ["The same graph taking uint8 pixels (`edgedepth export --input-dtype uint8`: the 1.1 MB of resized RGB, "
+          "normalised in the graph) against the shipped float32 input, one interleaved run per precision "
+          f"({runs[0][0]['method'].split('; ', 1)[-1]}; timing twins, seeded weights):", "",
+          "| GPU precision | float32 input ms | uint8 input ms | saved ms | ratio |", "|---|---|---|---|---|"]
+    for r, label in runs:
+        f = {k: v["median_ms"]["call"] for k, v in r["files"].items()}
+        a, b = f["shipped model"], f["shipped model, uint8 input (--input-dtype uint8)"]
+        L.append(f"| {label} | {a:.2f} | {b:.2f} | {a - b:.2f} | {b / a:.3f} |")
+    L.append("")
 
 
 def _reading(a) -> list[str]:

@@ -64,3 +64,53 @@ def test_failed_quantisation_leaves_no_file(tmp_path, tiny_plain_export, monkeyp
     with pytest.raises(EdgedepthError, match="cannot make the int8 file for this graph: quantizer failed"):
         litert.quantize_int8(tiny_plain_export["fp32"], str(tmp_path / "x_int8.tflite"))
     assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------------- uint8 input
+
+@pytest.fixture(scope="module")
+def u8_export(tmp_path_factory, tiny_ckpt):
+    """synthetic-tiny 56x70, default rewrites, FP32 with a uint8 pixel input (``--input-dtype uint8``)."""
+    from edgedepth import formats
+
+    out = str(tmp_path_factory.mktemp("tiny_u8"))
+    (f,) = formats.export(tiny_ckpt.model, *TINY_SIZE, out, precisions=("fp32",), input_dtype="uint8")
+    return f.path
+
+
+def test_uint8_input_file_matches_pytorch_on_the_same_pixels(u8_export, tiny_ckpt):
+    """The graph's normalisation = edgedepth.preprocess up to float rounding: the uint8 file on the resized pixels is
+    within the FP32 noise of a float64 PyTorch run on preprocess() of the same pixels, fully on the GPU accelerator
+    (SwiftShader here), and refuses a normalised float tensor with one clear error."""
+    from PIL import Image
+
+    from edgedepth.formats.tflite import gpu_check
+    from edgedepth.preprocess import pixels, preprocess
+    from conftest import float64_reference, torch_fp32
+
+    assert os.path.basename(u8_export).endswith("_fp32_u8in.tflite")
+    info = describe(u8_export)
+    assert info["inputs"][0]["dtype"] == "uint8" and info["inputs"][0]["shape"] == [1, 3, *TINY_SIZE]
+    img = Image.fromarray(np.random.default_rng(3).integers(0, 256, (97, 61, 3), dtype=np.uint8))
+    px, x = pixels(img, TINY_SIZE), preprocess(img, TINY_SIZE)
+    assert px.dtype == np.uint8 and px.shape == (1, 3, *TINY_SIZE)
+    runner = LiteRTRunner(u8_export, "cpu", threads=2)
+    assert runner.input_dtype == "uint8"
+    model = DepthModule(tiny_ckpt.model)
+    assert_within_fp32_noise(runner.run(px), float64_reference(model, x), torch_fp32(model, x),
+                             what="uint8-input file vs PyTorch on preprocess()")
+    with pytest.raises(EdgedepthError, match="takes uint8 RGB pixels"):
+        runner.run(x)
+    g = gpu_check(u8_export)
+    assert g["fully_delegated"], g
+
+
+def test_uint8_input_bad_combinations_are_one_line(tmp_path):
+    from test_cli_errors import assert_one_line_error
+    from conftest import run_cli
+
+    for extra, says in ((["--precision", "int8"], "LiteRT FP32 files"), (["--target", "onnx"], "LiteRT FP32 files")):
+        r = run_cli("export", "--model", "synthetic-tiny", "--size", "28x42", "--out", tmp_path / "o",
+                    "--input-dtype", "uint8", *extra)
+        assert_one_line_error(r, says)
+    assert not (tmp_path / "o").exists() or not os.listdir(tmp_path / "o")

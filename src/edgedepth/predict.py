@@ -121,7 +121,7 @@ def predict(images: list[str], runner, out_dir: str, raw: bool = False, progress
     size = (int(runner.input_shape[2]), int(runner.input_shape[3]))
     written = []
     for p in images:
-        x, orig = load_and_preprocess(p, size)
+        x, orig = load_and_preprocess(p, size, getattr(runner, "input_dtype", "float32"))
         depth = resize_depth(runner.run(x), orig)
         if max_depth is not None:       # bicubic resizing may overshoot the head's 0..max_depth range
             depth = np.clip(depth, 0.0, max_depth)

@@ -61,18 +61,24 @@ def load_image(path: str):
     return img.convert("RGB") if img.mode != "RGB" else img
 
 
-def preprocess(img, size: tuple[int, int]) -> np.ndarray:
-    """8-bit RGB PIL image -> float32 [1, 3, H, W], the model input."""
+def pixels(img, size: tuple[int, int]) -> np.ndarray:
+    """8-bit RGB PIL image -> uint8 [1, 3, H, W]: the bicubic resize alone (the input of ``--input-dtype uint8``
+    files, which normalise in the graph)."""
     from PIL import Image
 
     h, w = size
     resized = img.resize((w, h), Image.Resampling.BICUBIC)
-    x = np.asarray(resized, dtype=np.float32) * np.float32(1 / 255)
-    x = (x - np.asarray(MEAN, np.float32)) / np.asarray(STD, np.float32)
-    return np.ascontiguousarray(x.transpose(2, 0, 1)[None])
+    return np.ascontiguousarray(np.asarray(resized, dtype=np.uint8).transpose(2, 0, 1)[None])
 
 
-def load_and_preprocess(path: str, size: tuple[int, int]) -> tuple[np.ndarray, tuple[int, int]]:
-    """Image file -> (model input, original (height, width))."""
+def preprocess(img, size: tuple[int, int]) -> np.ndarray:
+    """8-bit RGB PIL image -> float32 [1, 3, H, W], the model input."""
+    x = pixels(img, size).astype(np.float32) * np.float32(1 / 255)
+    x = (x - np.asarray(MEAN, np.float32).reshape(1, 3, 1, 1)) / np.asarray(STD, np.float32).reshape(1, 3, 1, 1)
+    return np.ascontiguousarray(x)
+
+
+def load_and_preprocess(path: str, size: tuple[int, int], dtype: str = "float32") -> tuple[np.ndarray, tuple[int, int]]:
+    """Image file -> (model input, original (height, width)); ``dtype`` "uint8": the resized pixels (:func:`pixels`)."""
     img = load_image(path)
-    return preprocess(img, size), (img.height, img.width)
+    return (pixels(img, size) if dtype == "uint8" else preprocess(img, size)), (img.height, img.width)

@@ -138,13 +138,20 @@ class Exported:
 
 def export(model, height: int, width: int, out_dir: str, *, target_name: str = "litert", precisions=("fp32", "int8"),
            rewrites="default", backends=None, verbose: bool = False, progress=None,
-           stem: str | None = None) -> list[Exported]:
+           stem: str | None = None, input_dtype: str = "float32") -> list[Exported]:
     """Export a checkpoint's model (``Checkpoint.model``) at one size to ``out_dir`` through the format registry.
 
     ``rewrites``: ``"default"`` (the target's default rewrites), names, or ``()`` for the plain baseline.  Every target
     prepares the model with :func:`edgedepth.rewrites.prepare`; files are written atomically.  ``stem`` starts every file
-    name (``Checkpoint.file_stem``: the family member); default ``depth_anything_v2_small``.
+    name (``Checkpoint.file_stem``: the family member); default ``depth_anything_v2_small``.  ``input_dtype`` "uint8"
+    (LiteRT only): files that take resized uint8 pixels, normalisation in the graph (``tflite.pixel_input``).
     """
     fmt = target(target_name)
+    extra = {}
+    if input_dtype != "float32":
+        if fmt.name != "tflite":
+            raise EdgedepthError(f"--input-dtype {input_dtype} is for LiteRT files (--target litert)")
+        extra["input_dtype"] = input_dtype
     return fmt.module.export_model(model, height, width, out_dir, precisions=tuple(precisions), rewrites=rewrites,
-                                   backends=backends, verbose=verbose, progress=progress, stem=stem or DEFAULT_STEM)
+                                   backends=backends, verbose=verbose, progress=progress, stem=stem or DEFAULT_STEM,
+                                   **extra)

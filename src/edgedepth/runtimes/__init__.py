@@ -15,6 +15,7 @@ import numpy as np
 class Runner(Protocol):
     name: str          # e.g. "litert-cpu", "litert-gpu", "torch-eager"
     input_shape: tuple[int, int, int, int]
+    input_dtype: str = "float32"    # "uint8": a file exported with --input-dtype uint8 takes resized RGB pixels
 
     def run(self, x: np.ndarray) -> np.ndarray: ...
 
@@ -25,6 +26,7 @@ class FileRunner:
     """Shared by the runners of exported files: the fixed input shape and its check."""
 
     input_shape: tuple[int, int, int, int]
+    input_dtype: str = "float32"    # "uint8": a file exported with --input-dtype uint8 takes resized RGB pixels
 
     @property
     def size(self) -> tuple[int, int]:
@@ -35,4 +37,7 @@ class FileRunner:
 
         if tuple(x.shape) != self.input_shape:
             raise EdgedepthError(f"input shape {tuple(x.shape)} does not match the model's {self.input_shape}")
-        return np.ascontiguousarray(x, dtype=np.float32)
+        if self.input_dtype == "uint8" and x.dtype != np.uint8:
+            raise EdgedepthError("this file takes uint8 RGB pixels [1,3,H,W] (exported with --input-dtype uint8; "
+                                 "normalisation is in the graph), not a normalised float tensor")
+        return np.ascontiguousarray(x, dtype=self.input_dtype)

@@ -56,6 +56,7 @@ class LiteRTRunner(FileRunner):
         (self._in,) = inp.values()
         (self._out,) = out.values()
         self.input_shape = tuple(self._in["shape"])
+        self.input_dtype = "uint8" if self._in.get("dtype") == "uint8" else "float32"
         self.output_shape = tuple(self._out["shape"])
         self.fully_accelerated = self._cm.is_fully_accelerated()
         self._ib = self._cm.create_input_buffers(0)
