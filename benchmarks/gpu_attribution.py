@@ -12,7 +12,9 @@ Pieces (synthetic full-size model, default rewrites, 518x686 -> N = 1814 tokens,
 floor (model-sized I/O around one MEAN; a token-sized file with one ADD), the stem, one encoder layer, its attention
 half and MLP half, the attention core ``softmax(x x^T) x`` in three layouts (rank-3 [6,N,64], rank-4 [1,6,N,64],
 head by head), SOFTMAX over [6,N,N], LayerNorm, GELU, the MLP's FULLY_CONNECTED pair in three formulations (rank-3 as
-shipped, rank-2, 1x1 CONV_2D; ``matmul`` by a constant converts to the same FULLY_CONNECTED), and neck + head.
+shipped, rank-2, 1x1 CONV_2D; ``matmul`` by a constant converts to the same FULLY_CONNECTED), and neck + head.  Later
+runs (``--only``): the rank-4 core with attn @ v split over 2 / 4 key chunks, with K^T transposed once per chain, head
+by head with q k^T as a FULLY_CONNECTED on runtime weights, and SOFTMAX alone on rank-4 scores.
 Whole-model variants (a second interleaved run): the shipped set (+ its dynamic-INT8 file), + fp16_safe,
 + unroll_heads, and the shipped set minus one rewrite at a time.
 
@@ -90,13 +92,13 @@ def _pieces(mm, height: int, width: int):
         def forward(self, x):
             return torch.matmul(torch.softmax(torch.matmul(x, x.transpose(1, 2)), dim=-1), x)
 
-    class Softmaxes(nn.Module):       # [h,N,d] -> scores [h,N,N] -> k SOFTMAX -> [h,N,d]
-        def __init__(self, k):
+    class Softmaxes(nn.Module):       # [h,N,d] (or rank-4 [1,h,N,d]) -> scores -> k SOFTMAX -> same shape
+        def __init__(self, k, rank4=False):
             super().__init__()
-            self.k = k
+            self.k, self.rank4 = k, rank4
 
         def forward(self, x):
-            s = torch.matmul(x, x.transpose(1, 2))
+            s = torch.matmul(x, x.transpose(2, 3) if self.rank4 else x.transpose(1, 2))
             for _ in range(self.k):
                 s = torch.softmax(s, dim=-1)
             return torch.matmul(s, x)
@@ -165,41 +167,16 @@ def _pieces(mm, height: int, width: int):
                 out = p if out is None else out + p
             return out
 
-    class FixedKV(nn.Module):         # k cores whose K and V are the chain's input x: q @ x^T (adj_y) or q @ kt
-        def __init__(self, k, pre_transposed):
-            super().__init__()
-            self.k, self.pre = k, pre_transposed
+    class FixedKV(nn.Module):         # k cores whose K and V are the chain's input x: K^T is transposed once
+        def __init__(self, k):        # (litert-torch emits the same graph for q @ x^T and q @ x^T.contiguous(),
+            super().__init__()        # and the same SOFTMAX for a max/sub/exp/sum/div softmax: no other forms)
+            self.k = k
 
         def forward(self, x):
-            kt = x.transpose(2, 3).contiguous() if self.pre else None
             y = x
             for _ in range(self.k):
-                s = torch.matmul(y, kt) if self.pre else torch.matmul(y, x.transpose(2, 3))
-                y = torch.matmul(torch.softmax(s, dim=-1), x)
+                y = torch.matmul(torch.softmax(torch.matmul(y, x.transpose(2, 3)), dim=-1), x)
             return y
-
-    class SoftmaxParts(nn.Module):    # [1,h,N,d] -> scores -> k softmaxes as max/sub/exp/sum/div -> [1,h,N,d]
-        def __init__(self, k):
-            super().__init__()
-            self.k = k
-
-        def forward(self, x):
-            s = torch.matmul(x, x.transpose(2, 3))
-            for _ in range(self.k):
-                e = torch.exp(s - s.amax(dim=-1, keepdim=True))
-                s = e / e.sum(dim=-1, keepdim=True)
-            return torch.matmul(s, x)
-
-    class Softmaxes4(nn.Module):      # the SOFTMAX op on the same rank-4 scores (reference for SoftmaxParts)
-        def __init__(self, k):
-            super().__init__()
-            self.k = k
-
-        def forward(self, x):
-            s = torch.matmul(x, x.transpose(2, 3))
-            for _ in range(self.k):
-                s = torch.softmax(s, dim=-1)
-            return torch.matmul(s, x)
 
     class CoreFcHeads(nn.Module):     # head by head on rank-2 [N, d] slices, both products as linear() by a tensor
         def __init__(self, h, d):     # (FULLY_CONNECTED with runtime weights, if the converter keeps it)
@@ -274,12 +251,8 @@ def _pieces(mm, height: int, width: int):
         "attention_core_rank4_splitk4": ("the rank-4 core with attn @ v as 4 key-chunk products + ADDs",
                                          {k: (Chain([Core4SplitK(4) for _ in range(k)]), (1,) + hnd) for k in (8, 24)}),
         "attention_fixedkv_adjy": ("rank-4 core, K = V = chain input, q k^T with adj_y (as shipped)",
-                                   {k: (FixedKV(k, False), (1,) + hnd) for k in (8, 24)}),
-        "attention_fixedkv_kt": ("rank-4 core, K = V = chain input, K^T made once: q @ kt without adj_y",
-                                 {k: (FixedKV(k, True), (1,) + hnd) for k in (8, 24)}),
-        "softmax_rank4": (f"SOFTMAX over [1,{heads},N,N]", {k: (Softmaxes4(k), (1,) + hnd) for k in (8, 24)}),
-        "softmax_rank4_parts": (f"softmax over [1,{heads},N,N] as REDUCE_MAX, SUB, EXP, SUM, DIV",
-                                {k: (SoftmaxParts(k), (1,) + hnd) for k in (8, 24)}),
+                                   {k: (FixedKV(k), (1,) + hnd) for k in (8, 24)}),
+        "softmax_rank4": (f"SOFTMAX over [1,{heads},N,N]", {k: (Softmaxes(k, rank4=True), (1,) + hnd) for k in (8, 24)}),
         "attention_core_fc_heads": (f"head by head on [N,{hd}] slices, q k^T and attn v as linear() by a tensor",
                                     {k: (Chain([CoreFcHeads(heads, hd) for _ in range(k)]), tok[1:]) for k in (8, 24)}),
         "attention_core_heads": (f"the same head by head: SLICE [1,N,{hd}] per head, CONCATENATION",

@@ -10,8 +10,9 @@ The attribution (gpu_attribution.py) found ~2.4-3.6 ms per call that no graph ch
                  ``run_by_index`` blocks until the GPU is done.
 
 Files (from ``.dev/gpu_attr``, refilled with seeded weights): a tiny one ([1,8] ADD: dispatch + sync, no bytes), the
-token-sized ADD file (2.8 MB in and out), the model-sized I/O file (4.3 MB in, 1.4 MB out, one MEAN) and the shipped
-model. One interleaved run: ``--rounds`` rounds, order rotated, ``--warmup`` + ``--iters`` calls per slot, FP32
+token-sized ADD file (2.8 MB in and out), the model-sized I/O file (4.3 MB in, 1.4 MB out, one MEAN) and the same with
+a float16 and a uint8 input (CAST in the graph), the shipped model, and the shipped model exported with
+``--input-dtype uint8`` (``--build`` makes the last three here). One interleaved run: ``--rounds`` rounds, order rotated, ``--warmup`` + ``--iters`` calls per slot, FP32
 enforced.
 
     .venv/bin/python benchmarks/gpu_floor.py --build          # here, once: the input-dtype files

@@ -18,30 +18,10 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS_PNG = os.path.join(ROOT, "docs", "screenshot.png")
 VIEWPORT = {"width": 1400, "height": 900}
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".screenshot-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def capture(folder: str, out_png: str, photo: str, timeout_s: float = 600) -> dict:
@@ -50,6 +30,7 @@ def capture(folder: str, out_png: str, photo: str, timeout_s: float = 600) -> di
     from playwright.sync_api import sync_playwright
 
     from edgedepth.errors import EdgedepthError
+    from edgedepth.fsutil import write_bytes_atomic
     from edgedepth.release import manifest as mf
     from edgedepth.serve import CHROMIUM, chromium_args, make_server, start_in_thread, url_of
 
@@ -109,8 +90,8 @@ def capture(folder: str, out_png: str, photo: str, timeout_s: float = 600) -> di
         "png_sha256": hashlib.sha256(png).hexdigest(),
     }
     os.makedirs(os.path.dirname(os.path.abspath(out_png)), exist_ok=True)
-    _write_atomic(out_png, png)
-    _write_atomic(os.path.splitext(out_png)[0] + ".json", (json.dumps(record, indent=2) + "\n").encode())
+    write_bytes_atomic(out_png, png)
+    write_bytes_atomic(os.path.splitext(out_png)[0] + ".json", (json.dumps(record, indent=2) + "\n").encode())
     return record
 
 
