@@ -1,3 +1,4 @@
+import json
 import os
 
 import numpy as np
@@ -78,6 +79,15 @@ def u8_export(tmp_path_factory, tiny_ckpt):
     return f.path
 
 
+@pytest.fixture(scope="module")
+def float_twin(tmp_path_factory, tiny_ckpt):
+    """The same export with the float32 input (the file u8_export is compared with)."""
+    from edgedepth import formats
+
+    (f,) = formats.export(tiny_ckpt.model, *TINY_SIZE, str(tmp_path_factory.mktemp("tiny_f32")), precisions=("fp32",))
+    return f.path
+
+
 def test_uint8_input_file_matches_pytorch_on_the_same_pixels(u8_export, tiny_ckpt):
     """The graph's normalisation = edgedepth.preprocess up to float rounding: the uint8 file on the resized pixels is
     within the FP32 noise of a float64 PyTorch run on preprocess() of the same pixels, fully on the GPU accelerator
@@ -103,6 +113,24 @@ def test_uint8_input_file_matches_pytorch_on_the_same_pixels(u8_export, tiny_ckp
         runner.run(x)
     g = gpu_check(u8_export)
     assert g["fully_delegated"], g
+
+
+def test_predict_and_validate_feed_pixels_to_a_uint8_input_file(tmp_path, u8_export, float_twin):
+    """predict and validate give a uint8-input file the resized pixels (and the reference the normalised tensor): its
+    parity vs PyTorch is within the FP32-noise factor of its float-input twin's, validated in the same run."""
+    from conftest import FP32_NOISE_FACTOR
+    from conftest import run_cli
+    from edgedepth.samples import sample_photo
+
+    r = run_cli("predict", sample_photo(), "--model", u8_export, "-o", tmp_path / "p", "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "p" / "grace_hopper_depth.png").exists()
+    r = run_cli("validate", u8_export, float_twin, "--model", "synthetic-tiny", "--backend", "cpu", "--limit", "3",
+                "--json", tmp_path / "v.json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    u8, f32 = json.load(open(tmp_path / "v.json"))["results"]
+    assert u8["status"] == f32["status"] == "ok" and u8["artifact"].endswith("_u8in.tflite"), (u8, f32)
+    assert u8["metrics"]["pooled_rel_l2"] <= FP32_NOISE_FACTOR * f32["metrics"]["pooled_rel_l2"], (u8, f32)
 
 
 def test_uint8_input_bad_combinations_are_one_line(tmp_path):

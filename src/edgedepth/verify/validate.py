@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import formats
 from ..errors import EdgedepthError
-from ..preprocess import preprocess
+from ..preprocess import pixels, preprocess
 from .parity import ParityAccumulator
 
 FP32_SUSPECT_REL_L2 = 1e-4   # enforce_f32 GPU vs CPU beyond this: the GPU did not really compute in FP32
@@ -78,12 +78,13 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
             identical_to_cpu = 0
             for it in items:
                 key = (size, it.id)
-                if key not in inputs:
-                    inputs[key] = preprocess(it.load(), size)
-                x = inputs[key]
+                if key not in inputs:       # the model input, and the resized pixels for --input-dtype uint8 files
+                    img = it.load()
+                    inputs[key] = (preprocess(img, size), pixels(img, size))
+                x, px = inputs[key]
                 ref = refs.get(size, it, x)
                 try:
-                    y = runner.run(x)
+                    y = runner.run(px if getattr(runner, "input_dtype", "float32") == "uint8" else x)
                 except (RuntimeError, EdgedepthError) as e:  # a runtime failing mid-run is a result, not a crash
                     row.update(status="run_failed", error=f"on {it.id}: {' '.join(str(e).split())}")
                     break
