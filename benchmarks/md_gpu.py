@@ -144,6 +144,17 @@ def _uint8_input(L):
         a, b = f["shipped model"], f["shipped model, uint8 input (--input-dtype uint8)"]
         L.append(f"| {label} | {a:.2f} | {b:.2f} | {a - b:.2f} | {b / a:.3f} |")
     L.append("")
+    c = load("uint8_input_cpu.json")
+    if c:
+        v = c["bench"]["variants"]
+        f32, u8 = (next(r for n, r in v.items() if n.endswith("_u8in.tflite") == want) for want in (False, True))
+        par = {r["artifact"].endswith("_u8in.tflite"): r["metrics"]["pooled_rel_l2"] for r in c["validate"]["results"]}
+        env, m = c["bench"]["environment"], c["bench"]["method"]
+        L += [f"On the CPU ({env.get('cpu')}, {env.get('threads')} threads, one interleaved run, {m['rounds']} × "
+              f"({m['warmup']} + {m['iters']})): the uint8-input file takes "
+              f"{u8['median_ms']:.0f} ms vs {f32['median_ms']:.0f} ms ({u8['median_ms'] / f32['median_ms']:.2f}×); "
+              f"parity vs PyTorch FP32 on {c['validate']['image_set']['count']} images {par[True]:.2e} vs "
+              f"{par[False]:.2e} for the float-input file (pooled rel-L2; the float64 floor is in \"Parity floor\").", ""]
 
 
 def _reading(a) -> list[str]:

@@ -116,7 +116,7 @@ def test_uint8_input_file_matches_pytorch_on_the_same_pixels(u8_export, tiny_ckp
 
 
 def test_predict_and_validate_feed_pixels_to_a_uint8_input_file(tmp_path, u8_export, float_twin):
-    """predict and validate give a uint8-input file the resized pixels (and the reference the normalised tensor): its
+    """predict, validate and bench give a uint8-input file pixels (validate's reference the normalised tensor): its
     parity vs PyTorch is within the FP32-noise factor of its float-input twin's, validated in the same run."""
     from conftest import FP32_NOISE_FACTOR
     from conftest import run_cli
@@ -131,6 +131,10 @@ def test_predict_and_validate_feed_pixels_to_a_uint8_input_file(tmp_path, u8_exp
     u8, f32 = json.load(open(tmp_path / "v.json"))["results"]
     assert u8["status"] == f32["status"] == "ok" and u8["artifact"].endswith("_u8in.tflite"), (u8, f32)
     assert u8["metrics"]["pooled_rel_l2"] <= FP32_NOISE_FACTOR * f32["metrics"]["pooled_rel_l2"], (u8, f32)
+    r = run_cli("bench", u8_export, float_twin, "--backend", "cpu", "--rounds", "1", "--warmup", "1", "--iters", "1",
+                "--json", tmp_path / "b.json", "--quiet")   # bench gives the uint8 file pixels too
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(json.load(open(tmp_path / "b.json"))["variants"]) == 2
 
 
 def test_uint8_input_bad_combinations_are_one_line(tmp_path):
