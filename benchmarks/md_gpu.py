@@ -144,6 +144,11 @@ def _uint8_input(L):
         a, b = f["shipped model"], f["shipped model, uint8 input (--input-dtype uint8)"]
         L.append(f"| {label} | {a:.2f} | {b:.2f} | {a - b:.2f} | {b / a:.3f} |")
     L.append("")
+    ref = load("gpu_reference_u8in_call.json")       # PyTorch CUDA in the same device call, right after
+    if ref:
+        v = ref["sizes"]["518x686"]["variants"]
+        L += ["PyTorch CUDA on the same GPU in the same device call (`gpu_reference.py`, CUDA events, host copies "
+              "excluded): " + ", ".join(f"{k} {x['median_ms']:.2f} ms" for k, x in v.items()) + ".", ""]
     c = load("uint8_input_cpu.json")
     if c:
         v = c["bench"]["variants"]
