@@ -12,8 +12,8 @@ The attribution (gpu_attribution.py) found ~2.4-3.6 ms per call that no graph ch
 Files (from ``.dev/gpu_attr``, refilled with seeded weights): a tiny one ([1,8] ADD: dispatch + sync, no bytes), the
 token-sized ADD file (2.8 MB in and out), the model-sized I/O file (4.3 MB in, 1.4 MB out, one MEAN) and the same with
 a float16 and a uint8 input (CAST in the graph), the shipped model, and the shipped model exported with
-``--input-dtype uint8`` (``--build`` makes the last three here). One interleaved run: ``--rounds`` rounds, order rotated, ``--warmup`` + ``--iters`` calls per slot, FP32
-enforced.
+``--input-dtype uint8`` (``--build`` makes the last three here). One interleaved run: ``--rounds`` rounds, order
+rotated, ``--warmup`` + ``--iters`` calls per slot, FP32 enforced (``--backend gpu-fp16``: the default precision).
 
     .venv/bin/python benchmarks/gpu_floor.py --build          # here, once: the input-dtype files
     (device) python3 benchmarks/gpu_floor.py --out $OUT/gpu_floor.json
@@ -74,7 +74,8 @@ def build(folder: str) -> None:
 
 
 def call(r, x):
-    """write + run + read, as LiteRTRunner.run (which checks for float32 input; the dtype files need their own)."""
+    """write + run + read, as LiteRTRunner.run, but writing ``x`` in its own dtype (the runner casts to float32 any
+    input that is not uint8, which a float16-input file must not get)."""
     r._ib[0].write(x)
     r._cm.run_by_index(0, r._ib, r._ob)
     r._ob[0].read(r._n_out, np.float32)
@@ -98,6 +99,7 @@ def main() -> int:
         return 0
 
     from edgedepth import transport
+    from edgedepth.fsutil import write_bytes_atomic
     from edgedepth.runtimes.litert import LiteRTRunner
     from edgedepth.verify.bench import environment
 
@@ -162,9 +164,7 @@ def main() -> int:
         print(lab, {p: round(v, 3) for p, v in out["files"][lab]["median_ms"].items()}, flush=True)
         r.close()
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out + ".tmp", "w") as fh:
-        json.dump(out, fh, indent=1)
-    os.replace(a.out + ".tmp", a.out)
+    write_bytes_atomic(a.out, json.dumps(out, indent=1).encode())
     return 0
 
 

@@ -63,6 +63,7 @@ def main(argv=None) -> int:
 
     from playwright.sync_api import sync_playwright
 
+    from edgedepth.fsutil import write_bytes_atomic
     from edgedepth.release import manifest as mf
     from edgedepth.serve import CHROMIUM, chromium_args, make_server, start_in_thread, url_of
     from edgedepth.verify.bench import environment
@@ -138,11 +139,7 @@ def main(argv=None) -> int:
         "checkpoint": (m.get("provenance") or {}).get("checkpoint"),
         "machine": {"shared": shared, "before": before, "after": after}, "variants": rows,
     }
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(out, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, a.out)
+    write_bytes_atomic(a.out, (json.dumps(out, indent=2) + "\n").encode())
     for k, r in rows.items():
         print(f"{k:28s} {r['fps']:5.2f} frames/s  frame {r['frame_ms_median']:.0f} ms = model {r['model_ms_median']:.0f}"
               f" + preprocessing {r['preprocess_ms_median']:.0f} + other {r['other_ms_median']:.0f}")

@@ -71,11 +71,16 @@ def pixels(img, size: tuple[int, int]) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(resized, dtype=np.uint8).transpose(2, 0, 1)[None])
 
 
-def preprocess(img, size: tuple[int, int]) -> np.ndarray:
-    """8-bit RGB PIL image -> float32 [1, 3, H, W], the model input."""
-    x = pixels(img, size).astype(np.float32) * np.float32(1 / 255)
+def normalise(px: np.ndarray) -> np.ndarray:
+    """uint8 [1, 3, H, W] pixels (:func:`pixels`) -> float32 [1, 3, H, W]: /255, ImageNet mean/std."""
+    x = px.astype(np.float32) * np.float32(1 / 255)
     x = (x - np.asarray(MEAN, np.float32).reshape(1, 3, 1, 1)) / np.asarray(STD, np.float32).reshape(1, 3, 1, 1)
     return np.ascontiguousarray(x)
+
+
+def preprocess(img, size: tuple[int, int]) -> np.ndarray:
+    """8-bit RGB PIL image -> float32 [1, 3, H, W], the model input."""
+    return normalise(pixels(img, size))
 
 
 def load_and_preprocess(path: str, size: tuple[int, int], dtype: str = "float32") -> tuple[np.ndarray, tuple[int, int]]:

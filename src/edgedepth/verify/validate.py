@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import formats
 from ..errors import EdgedepthError
-from ..preprocess import pixels, preprocess
+from ..preprocess import normalise, pixels
 from .parity import ParityAccumulator
 
 FP32_SUSPECT_REL_L2 = 1e-4   # enforce_f32 GPU vs CPU beyond this: the GPU did not really compute in FP32
@@ -79,8 +79,8 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
             for it in items:
                 key = (size, it.id)
                 if key not in inputs:       # the model input, and the resized pixels for --input-dtype uint8 files
-                    img = it.load()
-                    inputs[key] = (preprocess(img, size), pixels(img, size))
+                    px = pixels(it.load(), size)
+                    inputs[key] = (normalise(px), px)
                 x, px = inputs[key]
                 ref = refs.get(size, it, x)
                 try:
