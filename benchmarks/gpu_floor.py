@@ -12,7 +12,8 @@ The attribution (gpu_attribution.py) found ~2.4-3.6 ms per call that no graph ch
 Files (from ``.dev/gpu_attr``, refilled with seeded weights): a tiny one ([1,8] ADD: dispatch + sync, no bytes), the
 token-sized ADD file (2.8 MB in and out), the model-sized I/O file (4.3 MB in, 1.4 MB out, one MEAN) and the same with
 a float16 and a uint8 input (CAST in the graph), the shipped model, and the shipped model exported with
-``--input-dtype uint8`` (``--build`` makes the last three here). One interleaved run: ``--rounds`` rounds, order
+``--input-dtype uint8``, with fp16 weights, and both (the release's WebGPU file); ``--build`` makes the input-dtype and
+fp16 files here and records which synthetic-release file (name, SHA-256) each timing twin stands for. One interleaved run: ``--rounds`` rounds, order
 rotated, ``--warmup`` + ``--iters`` calls per slot, FP32 enforced (``--backend gpu-fp16``: the default precision).
 
     .venv/bin/python benchmarks/gpu_floor.py --build          # here, once: the input-dtype files
@@ -34,10 +35,17 @@ sys.path.insert(0, SRC)
 
 FILES = {"tiny [1,8] ADD": "call_tiny_x1", "token-sized ADD": "call_tokens_x1", "model-sized I/O + MEAN": "call_model_io_x1",
          "model-sized I/O, float16 input": "io_f16", "model-sized I/O, uint8 input (/255 in the graph)": "io_u8",
-         "shipped model": "model_shipped", "shipped model, uint8 input (--input-dtype uint8)": "model_shipped_u8in"}
-# The two input-dtype files are made by `gpu_floor.py build` (no weights: they travel as they are).
-DTYPES = {"io_f16": np.float16, "io_u8": np.uint8, "model_shipped_u8in": np.uint8}
-STRIPPED = {"model_shipped_u8in"}          # full weights: they travel stripped (edgedepth.transport), refilled there
+         "shipped model": "model_shipped", "shipped model, uint8 input (--input-dtype uint8)": "model_shipped_u8in",
+         "fp16 weights, float32 input (the WebGPU file until now)": "model_shipped_fp16",
+         "fp16 weights, uint8 input (the release's WebGPU file)": "model_shipped_fp16_u8in"}
+# Made by `gpu_floor.py --build`: the I/O files travel as they are; the models stripped (edgedepth.transport), refilled
+# there with seeded weights in their own type (FLOAT32 / FLOAT16).
+DTYPES = {"io_f16": np.float16, "io_u8": np.uint8, "model_shipped_u8in": np.uint8, "model_shipped_fp16": np.float32,
+          "model_shipped_fp16_u8in": np.uint8}
+STRIPPED = {"model_shipped_u8in", "model_shipped_fp16", "model_shipped_fp16_u8in"}
+MODELS = {"model_shipped_u8in": ("fp32", "uint8"), "model_shipped_fp16": ("fp16", "float32"),   # (precision, input)
+          "model_shipped_fp16_u8in": ("fp16", "uint8")}
+STANDS_FOR = "stands_for.json"   # model key -> the synthetic release file (name, sha256) its timing twin stands for
 
 
 def build(folder: str) -> None:
@@ -65,12 +73,17 @@ def build(folder: str) -> None:
         print("built", kind)
     from edgedepth import formats, transport
     from edgedepth.checkpoint import load_checkpoint
+    from edgedepth.fsutil import sha256_file, write_bytes_atomic
 
-    (f,) = formats.export(load_checkpoint("synthetic", quiet=True).model, 518, 686, folder, precisions=("fp32",),
-                          input_dtype="uint8")
-    transport.strip(f.path, os.path.join(folder, "model_shipped_u8in.stripped.tflite"), min_bytes=1024)
-    os.remove(f.path)
-    print("built model_shipped_u8in (stripped)")
+    model = load_checkpoint("synthetic", quiet=True).model
+    stands = {}
+    for key, (precision, dtype) in MODELS.items():
+        (f,) = formats.export(model, 518, 686, folder, precisions=(precision,), input_dtype=dtype)
+        stands[key] = {"file": os.path.basename(f.path), "sha256": sha256_file(f.path)}
+        transport.strip(f.path, os.path.join(folder, f"{key}.stripped.tflite"), min_bytes=1024)
+        os.remove(f.path)
+        print(f"built {key} (stripped)", flush=True)
+    write_bytes_atomic(os.path.join(folder, STANDS_FOR), json.dumps(stands, indent=1).encode())
 
 
 def call(r, x):
@@ -116,7 +129,8 @@ def main() -> int:
                 path = f"/tmp/{key}.tflite"
                 transport.fill_float(os.path.join(a.dir, key + ".stripped.tflite"), path, seed=0)
             f = {"file": os.path.basename(path), "input": [1, 3, 518, 686]}
-            x = (np.random.default_rng(1).standard_normal(f["input"]) * 50 + 100).clip(0, 255).astype(DTYPES[key])
+            x = np.random.default_rng(1).standard_normal(f["input"])
+            x = (x if DTYPES[key] == np.float32 else (x * 50 + 100).clip(0, 255)).astype(DTYPES[key])
         else:
             f = entries[key]
             path = f"/tmp/{key}.tflite"
@@ -157,8 +171,10 @@ def main() -> int:
            "method": f"LiteRT GPU accelerator, {'FP32 enforced' if a.backend == 'gpu' else 'default precision'}; {a.rounds} interleaved rounds x ({a.warmup} + {a.iters}) "
                      "per (file, part), order rotated; medians",
            "files": {}}
+    stands = json.load(open(os.path.join(a.dir, STANDS_FOR))) if os.path.isfile(os.path.join(a.dir, STANDS_FOR)) else {}
     for lab, (r, x, f) in runners.items():
-        out["files"][lab] = {"file": FILES[lab], "input": f["input"], "input_mb": x.nbytes / 1e6,
+        out["files"][lab] = {"file": FILES[lab], "stands_for": stands.get(FILES[lab]), "input": f["input"],
+                             "input_mb": x.nbytes / 1e6,
                              "output_mb": r._n_out * 4 / 1e6, "ops": f.get("ops"),
                              "median_ms": {p: float(np.median(times[(lab, p)])) for p in parts}}
         print(lab, {p: round(v, 3) for p, v in out["files"][lab]["median_ms"].items()}, flush=True)

@@ -21,7 +21,9 @@ RECIPE = {
     "sizes": ["518x686", "686x518", "518x518", "392x518", "252x252", "224x224"],
     "rewrites": "default",                      # edgedepth.rewrites.PIPELINE, exact rewrites only
     # fp16 = float16 weights, float32 compute: half the download, for the GPU / browser (benchmarks/precision_ladder.py)
-    "litert": {"precisions": ["fp32", "fp16", "int8"]},
+    # pixel_input: also at the first size, files taking the resized uint8 RGB pixels (normalised in the graph): a
+    # quarter of the bytes to write per call, the WebGPU file (H200: benchmarks/gpu_floor.py, BENCHMARKS.md)
+    "litert": {"precisions": ["fp32", "fp16", "int8"], "pixel_input": ["fp16"]},
     # ExecuTorch: the 224x224 preset mirrors the published WebGPU .pte; XNNPACK runs here, WebGPU is lowering only
     "executorch": {"sizes": ["224x224"], "backends": ["xnnpack", "webgpu"], "precisions": ["fp32"]},
     # ONNX at the first size, in the onnx-community / transformers.js layout: onnx/model.onnx, onnx/model_fp16.onnx,

@@ -141,7 +141,8 @@ def test_uint8_input_bad_combinations_are_one_line(tmp_path):
     from test_cli_errors import assert_one_line_error
     from conftest import run_cli
 
-    for extra, says in ((["--precision", "int8"], "LiteRT FP32 files"), (["--target", "onnx"], "LiteRT FP32 files")):
+    for extra, says in ((["--precision", "fp16,int8"], "LiteRT float files"),
+                        (["--target", "onnx"], "LiteRT float files")):
         r = run_cli("export", "--model", "synthetic-tiny", "--size", "28x42", "--out", tmp_path / "o",
                     "--input-dtype", "uint8", *extra)
         assert_one_line_error(r, says)

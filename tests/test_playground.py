@@ -72,15 +72,18 @@ def _write_release(folder: str, paths: dict[str, str], size: tuple[int, int], *,
 
     os.makedirs(folder, exist_ok=True)
     entries = {}
-    for precision, src in paths.items():
+    for key, src in paths.items():           # key: the precision; "<precision>_u8in" for a uint8-input file
+        precision = key.removesuffix("_u8in")
         name = os.path.basename(src)
         dst = os.path.join(folder, name)
         if os.path.abspath(src) != os.path.abspath(dst):
             shutil.copyfile(src, dst)
         delegated = run_gpu_check(dst)["fully_delegated"] if gpu_check else None
-        entries[precision] = mf.file_entry(folder, name, format="tflite", precision=precision,
-                                           size=f"{size[0]}x{size[1]}", **mf.io_contract(*size),
-                                           ops=describe(dst)["ops"], gpu_fully_delegated=delegated)
+        info = describe(dst)
+        entries[key] = mf.file_entry(folder, name, format="tflite", precision=precision,
+                                           size=f"{size[0]}x{size[1]}",
+                                           **mf.io_contract(*size, input_dtype=info["inputs"][0]["dtype"]),
+                                           ops=info["ops"], gpu_fully_delegated=delegated)
     for precision, src in (onnx or {}).items():
         rel = ONNX_LAYOUT[precision]
         os.makedirs(os.path.join(folder, os.path.dirname(rel)), exist_ok=True)
@@ -226,12 +229,12 @@ class Page:
         assert st["state"] != "error", st
         return st
 
-    def array(self, name: str) -> np.ndarray:
+    def array(self, name: str, dtype: str = "<f4") -> np.ndarray:
         b64 = self.page.evaluate(f"""() => {{ const a = window.edgedepth.{name};
             const u = new Uint8Array(a.buffer, a.byteOffset, a.byteLength); let s = '';
             for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode.apply(null, u.subarray(i, i + 0x8000));
             return btoa(s); }}""")
-        return np.frombuffer(base64.b64decode(b64), dtype="<f4")
+        return np.frombuffer(base64.b64decode(b64), dtype=dtype)
 
     def messages_text(self) -> str:
         return self.page.inner_text("#messages")
@@ -612,6 +615,36 @@ def test_webgpu_runs_the_gpu_optimised_graph(gpu_release, tiny_ckpt, serve_folde
     assert p.page.inner_text("#st-backend").startswith("WebGPU")
     x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
     _assert_fp32_parity(p.array("lastOutput"), tiny_ckpt.model, x, "WebGPU (SwiftShader) FP32")
+
+
+def test_webgpu_file_takes_uint8_pixels(tmp_path, tiny_ckpt, serve_folder, open_page):
+    """A release's WebGPU file takes uint8 pixels (``_u8in``, manifest input dtype uint8; recommend picks it): the page
+    feeds the resized RGB as NCHW bytes, exactly Python's ``preprocess.pixels``, on WebGPU (SwiftShader) and on wasm;
+    output within FP32 noise of PyTorch on the normalised tensor."""
+    from edgedepth import formats
+    from edgedepth.preprocess import load_and_preprocess, normalise
+    from edgedepth.release import manifest as mf
+    from edgedepth.release.recommend import recommend
+
+    (f32,) = formats.export(tiny_ckpt.model, *TINY_SIZE, str(tmp_path), precisions=("fp32",))
+    (u8,) = formats.export(tiny_ckpt.model, *TINY_SIZE, str(tmp_path), precisions=("fp32",), input_dtype="uint8")
+    folder = str(tmp_path / "rel")
+    entries = _write_release(folder, {"fp32": f32.path, "fp32_u8in": u8.path}, TINY_SIZE)
+    m = mf.load(folder)
+    m["recommended"] = recommend(m["files"], f"{TINY_SIZE[0]}x{TINY_SIZE[1]}", 0.1)
+    mf.write(folder, m)
+    u8_path = entries["fp32_u8in"]["path"]
+    assert entries["fp32_u8in"]["input"]["dtype"] == "uint8" and m["recommended"]["webgpu"]["path"] == u8_path
+    px = load_and_preprocess(PHOTO, TINY_SIZE, "uint8")[0]
+    base = serve_folder(folder)
+    for backend, query in (("webgpu", ""), ("wasm", f"&artifact={u8_path}")):
+        p = open_page(f"{base}?backend={backend}{query}")
+        st = p.run_photo(timeout_s=180)
+        assert st["backend"] == backend and not st["errors"] and st["artifact"] == u8_path, st
+        np.testing.assert_array_equal(p.array("lastInput", "u1").reshape(px.shape), px)
+        _assert_fp32_parity(p.array("lastOutput"), tiny_ckpt.model, normalise(px), f"{backend}, uint8-input file")
+        ms = p.page.evaluate("edgedepth.benchmark({warmup: 1, iters: 2})")   # benchmark feeds it pixels too
+        assert len(ms) == 2 and min(ms) > 0
 
 
 def test_no_webgpu_adapter_falls_back_to_wasm(pw, tiny_release, serve_folder, open_page):

@@ -27,6 +27,21 @@ def test_measured_release():
     assert r["smallest"]["path"].endswith("518x686_int8.tflite")
 
 
+def test_uint8_input_file_is_the_webgpu_file_and_nothing_else():
+    """A fully delegated uint8-input float file wins WebGPU (less to write per call) even when larger; CPU / wasm /
+    smallest keep to float32-input files (what their callers feed), also when the uint8 file is measured faster."""
+    u8 = {**_entry("fp32", 99.7, rel=1e-6, cpu_ms=900, wasm_ms=100), "path": "m_518x686_fp32_u8in.tflite",
+          "input": {"dtype": "uint8"}}
+    entries = [_entry("fp32", 99.7, rel=1e-6, cpu_ms=1100), _entry("fp16", 51.6, rel=3e-4, cpu_ms=1400), u8]
+    r = recommend(entries, "518x686", 0.1)
+    assert r["webgpu"]["path"] == "m_518x686_fp32_u8in.tflite" and "uint8 RGB pixels" in r["webgpu"]["why"]
+    assert r["cpu"]["path"] == r["wasm"]["path"] == "m_518x686_fp32.tflite"
+    assert r["smallest"]["path"].endswith("_fp16.tflite")
+    # not fully delegated: back to the smallest float-input file
+    assert recommend(entries[:2] + [{**u8, "gpu_fully_delegated": False}], "518x686", 0.1)["webgpu"]["path"] \
+        .endswith("_fp16.tflite")
+
+
 def test_unmeasured_or_failing_files_are_not_recommended():
     entries = [_entry("fp32", 99.7), _entry("fp16", 51.6, gpu=False), _entry("int8", 27.9, rel=0.5, cpu_ms=500)]
     r = recommend(entries, "518x686", 0.1)

@@ -78,10 +78,16 @@ def test_release_contents(two_builds):
     assert m["model"] == {"family_member": "small", "hub_id": "depth-anything/Depth-Anything-V2-Small-hf",
                           "kind": "relative", "max_depth_m": None, "license": "apache-2.0",
                           "output_semantics": "relative inverse depth, larger = closer"}
-    # which file for which use: fp16 for the GPU (fully delegated, smaller); FP32 for CPU and wasm (nothing measured)
+    # which file for which use: fp16 weights + uint8 pixels for the GPU (fully delegated, smaller, less to write per
+    # call); FP32 for CPU and wasm (nothing measured)
     rec = {k: v["path"] for k, v in m["recommended"].items()}
-    assert rec == {"webgpu": "depth_anything_v2_small_28x42_fp16.tflite", "cpu": "depth_anything_v2_small_28x42_fp32.tflite",
-                   "wasm": "depth_anything_v2_small_28x42_fp32.tflite"}
+    assert rec == {"webgpu": "depth_anything_v2_small_28x42_fp16_u8in.tflite",
+                   "cpu": "depth_anything_v2_small_28x42_fp32.tflite", "wasm": "depth_anything_v2_small_28x42_fp32.tflite"}
+    # the recipe's pixel_input files: at the first size only, uint8 in, normalisation stated as done in the graph
+    u8 = [f for f in tfl if f["input"]["dtype"] == "uint8"]
+    assert [f["path"] for f in u8] == ["depth_anything_v2_small_28x42_fp16_u8in.tflite"]
+    assert u8[0]["input"]["normalisation"]["in_graph"]["scale"] == "1/255" and u8[0]["gpu_fully_delegated"]
+    assert "_u8in.tflite" in (folder / "README.md").read_text()
     assert "## Which file to use" in (folder / "README.md").read_text()
     for f in tfl:
         assert len(f["sha256"]) == 64 and f["bytes"] > 0 and f["ops"] > 0

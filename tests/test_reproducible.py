@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = json.load(open(os.path.join(HERE, "golden", "release_sha256.json")))
 # PyTorch's scalar kernels, oneDNN limited to SSE4.1, one thread: a different CPU for every float kernel we use.
 OTHER_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "OMP_NUM_THREADS": "1"}
-FULL_FILES = tuple(f"depth_anything_v2_small_518x686_{p}.tflite" for p in ("fp32", "fp16", "int8"))
+FULL_FILES = tuple(f"depth_anything_v2_small_518x686_{p}.tflite" for p in ("fp32", "fp16", "int8", "fp16_u8in"))
 
 
 def _state_dicts_in_child(env_extra: dict) -> dict:
@@ -47,12 +47,12 @@ def test_other_kernels_really_are_other():
 
 @pytest.mark.slow
 def test_full_size_export_under_other_kernels_matches_golden(tmp_path):
-    """The 518x686 FP32, FP16-weight and INT8 files of the full synthetic release, rebuilt with other kernels, equal
-    the golden."""
-    r = run_cli("export", "--model", "synthetic", "--size", "518x686", "--out", tmp_path, "--quiet",
-                "--precision", "fp32,fp16,int8",
-                env={**os.environ, **OTHER_KERNELS})
-    assert r.returncode == 0, r.stderr[-3000:]
+    """The 518x686 FP32, FP16-weight, INT8 and uint8-input FP16-weight (WebGPU) files of the full synthetic release,
+    rebuilt with other kernels, equal the golden."""
+    for extra in (["--precision", "fp32,fp16,int8"], ["--precision", "fp16", "--input-dtype", "uint8"]):
+        r = run_cli("export", "--model", "synthetic", "--size", "518x686", "--out", tmp_path, "--quiet", *extra,
+                    env={**os.environ, **OTHER_KERNELS})
+        assert r.returncode == 0, r.stderr[-3000:]
     from edgedepth.fsutil import sha256_file
 
     golden = GOLDEN["synthetic release"]["sha256"]

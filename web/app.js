@@ -5,7 +5,7 @@
 import * as litert from '@litertjs/core';
 import { colorizeDepth, colorizeUnit, normalizeDepth } from './colormap.js';
 import { createSession, loadOrt, ortInfo, runSession } from './ort.js';
-import { decodeImage, preprocessRGBA } from './preprocess.js';
+import { decodeImage, pixelsToNCHW, preprocessRGBA } from './preprocess.js';
 import { emaStep, FpsMeter } from './video.js';
 
 const params = new URLSearchParams(location.search);
@@ -42,7 +42,7 @@ const E = {
   runtime: null,              // {litertjs, threads, crossOriginIsolated, ort: {version, threads} once ORT-web loaded}
   source: null,               // 'network' | 'cache' for the loaded file
   downloads: 0,               // network downloads of model files in this page
-  lastInput: null,            // Float32Array [1,3,H,W] of the last inference
+  lastInput: null,            // [1,3,H,W] of the last inference: Float32Array, or Uint8Array pixels for a _u8in file
   lastOutput: null,           // Float32Array [1,H,W]
   lastOutputShape: null,
   lastLatencyMs: null,        // model.run + output read-back
@@ -68,6 +68,7 @@ const E = {
 window.edgedepth = E;
 
 let manifestFiles = { litert: [], ort: [] };   // .tflite and .onnx entries of manifest.json
+let lastInputs = null;        // the last inference's inputs by dtype: {float32: Float32Array, uint8: Uint8Array | null}
 let recommended = null;       // manifest.json's recommendation for the backend that will run, {path, why, use}
 const current = { litert: null, ort: null };   // per runtime: {key, entry, choice, model, backend, reason, source}
 const loading = { litert: null, ort: null };   // per runtime: {key, promise} of the load in progress
@@ -669,12 +670,16 @@ async function infer(rgba, width, height) {
   if (models.some((m) => !m)) throw new Error('no model is loaded');
   const [, , H, W] = models[0].entry.input.shape;
   const t0 = performance.now();
-  const { tensor } = preprocessRGBA(rgba, width, height, H, W);
+  const { rgb, tensor } = preprocessRGBA(rgba, width, height, H, W);
+  // a file whose manifest input dtype is uint8 (_u8in.tflite, the WebGPU file) takes the resized pixels as they are
+  const u8 = models.some((m) => m.entry.input.dtype === 'uint8');
+  lastInputs = { float32: tensor, uint8: u8 ? pixelsToNCHW(rgb, H, W) : null };
+  const inputOf = (m) => lastInputs[m.entry.input.dtype];
   const t1 = performance.now();
   const out = {};
   for (const m of models) {
     const s = performance.now();
-    const y = await runners[m.rt].run(m.model, tensor, H, W);
+    const y = await runners[m.rt].run(m.model, inputOf(m), H, W);
     const ms = performance.now() - s;
     m.latencies.push(ms);
     if (y.length !== H * W) {
@@ -684,7 +689,7 @@ async function infer(rgba, width, height) {
   }
   const p = out[primary()];
   Object.assign(E, {
-    lastInput: tensor, lastOutput: p.y, lastOutputShape: [1, H, W], lastLatencyMs: p.ms, lastPreprocessMs: t1 - t0,
+    lastInput: inputOf(current[primary()]), lastOutput: p.y, lastOutputShape: [1, H, W], lastLatencyMs: p.ms, lastPreprocessMs: t1 - t0,
   });
   if (out.ort) {
     E.ortLastOutput = out.ort.y;
@@ -987,7 +992,7 @@ E.benchmark = async ({ warmup = 3, iters = 10, runtime = primary(), split = fals
     for (let i = 0; i < warmup + iters; i++) {
       const parts = split && runtime === 'litert' ? {} : null;
       const t0 = performance.now();
-      await runners[runtime].run(c.model, E.lastInput, H, W, parts);
+      await runners[runtime].run(c.model, lastInputs[c.entry.input.dtype], H, W, parts);
       const t1 = performance.now();
       if (i >= warmup) times.push(parts ? { ms: t1 - t0, ...parts } : t1 - t0);
     }

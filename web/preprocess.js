@@ -165,6 +165,16 @@ export function normaliseToNCHW(rgb, height, width) {
   return out;
 }
 
+/** uint8 RGB (HWC) -> uint8 NCHW: the input of a `_u8in.tflite` file (it scales and normalises in its graph). */
+export function pixelsToNCHW(rgb, height, width) {
+  const plane = height * width;
+  const out = new Uint8Array(3 * plane);
+  for (let i = 0; i < plane; i++) {
+    for (let c = 0; c < 3; c++) out[c * plane + i] = rgb[i * 3 + c];
+  }
+  return out;
+}
+
 /** RGBA pixels of a photo -> {rgb: uint8 H*W*3, tensor: Float32Array [1,3,H,W]} (the model input). */
 export function preprocessRGBA(rgba, inW, inH, height, width, channels = 4) {
   const rgb = resizeBicubicPIL(rgba, inW, inH, width, height, channels);

@@ -39,9 +39,10 @@ def cmd_export(args) -> int:
     ensure_writable_dir(args.out)
     if args.plain and args.fp16_safe:
         raise EdgedepthError("--fp16-safe is a rewrite: it cannot be combined with --plain")
-    if args.input_dtype != "float32" and (fmt.name != "tflite" or precisions != ["fp32"]):
-        raise EdgedepthError(f"--input-dtype {args.input_dtype} is for LiteRT FP32 files: use --target litert "
-                             "--precision fp32")
+    pix = getattr(fmt.module, "PIXEL_INPUT_PRECISIONS", ())
+    if args.input_dtype != "float32" and (not pix or not set(precisions) <= set(pix)):
+        raise EdgedepthError(f"--input-dtype {args.input_dtype} is for LiteRT float files: use --target litert "
+                             f"--precision {','.join(pix or ('fp32',))}")
     if args.fp16_safe and fmt.name != "tflite":
         raise EdgedepthError("--fp16-safe is for LiteRT's GPU precision: use it with --target litert")
     backends = None

@@ -17,7 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = os.path.join(HERE, "release_sha256.json")
 TINY_ARGS = ["--model", "synthetic-tiny", "--sizes", "28x42", "--parity-images", "2", "--quiet"]
-FULL_FILES = tuple(f"depth_anything_v2_small_518x686_{p}.tflite" for p in ("fp32", "fp16", "int8"))
+FULL_FILES = tuple(f"depth_anything_v2_small_518x686_{p}.tflite" for p in ("fp32", "fp16", "int8", "fp16_u8in"))
 
 
 def _sha(path):

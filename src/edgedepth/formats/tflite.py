@@ -256,6 +256,7 @@ def needs_calibration(precisions) -> bool:
 
 
 INPUT_DTYPES = ("float32", "uint8")
+PIXEL_INPUT_PRECISIONS = ("fp32", "fp16")   # precisions written with a uint8 input (float compute: the GPU files)
 
 
 def file_name(height: int, width: int, precision: str, plain: bool = False, stem: str = DEFAULT_STEM,
@@ -319,13 +320,13 @@ def export(module, height: int, width: int, out_dir: str, precisions=DEFAULT_PRE
     """Export ``module`` to ``out_dir``; returns {precision: path}. Every other precision is made from the FP32 graph.
 
     ``progress(stage_name)`` is called as each stage starts (the CLI drives a bar with it). ``input_dtype`` "uint8":
-    files that take pixels (:func:`pixel_input`), FP32 only for now.
+    files that take pixels (:func:`pixel_input`), FP32 and FP16 weights (``PIXEL_INPUT_PRECISIONS``).
     """
     if input_dtype not in INPUT_DTYPES:
         raise EdgedepthError(f"--input-dtype {input_dtype}: choose from {', '.join(INPUT_DTYPES)}")
-    if input_dtype == "uint8" and tuple(precisions) != ("fp32",):
-        raise EdgedepthError("--input-dtype uint8 is exported for --precision fp32 only (the quantised precisions are "
-                             "not measured with a uint8 input yet)")
+    if input_dtype == "uint8" and not set(precisions) <= set(PIXEL_INPUT_PRECISIONS):
+        raise EdgedepthError(f"--input-dtype uint8 is exported for --precision {','.join(PIXEL_INPUT_PRECISIONS)} only "
+                             "(float compute: the GPU files; the integer precisions are not measured with a uint8 input)")
     progress = progress or (lambda stage: None)
     paths = {p: os.path.join(out_dir, file_name(height, width, p, plain, stem, input_dtype)) for p in precisions}
     fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain, stem) + ".int8src")

@@ -173,6 +173,8 @@ def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
     member = member_of_hub_id(recipe.base_model)
     n = 2 + (member is not None and member.license != APACHE)          # load (+ licence note), manifest
     n += len(recipe.sizes) * (1 + len(recipe.litert_precisions) * (gpu_check + gate))
+    if recipe.litert_pixel_input:
+        n += 1 + len(recipe.litert_pixel_input) * (gpu_check + gate)
     et = recipe.executorch
     if et:
         n += len(et.sizes) * (1 + len(et.precisions) * ("xnnpack" in et.backends) * gate)
@@ -203,7 +205,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
         model_info = _model_info(ckpt, recipe)
         if model_info["license"] != "apache-2.0":
             step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
-        io = lambda h, w, *names: mf.io_contract(h, w, *names, semantics=model_info["output_semantics"])  # noqa: E731
+        io = lambda h, w, *names, **kw: mf.io_contract(h, w, *names, semantics=model_info["output_semantics"], **kw)  # noqa: E731
         reference = DepthModule(ckpt.model)
         items = image_set(limit=n_images) if n_images else []
         latency = _latency_rows(recipe.latency_data)
@@ -215,25 +217,15 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
             files = formats.export(ckpt.model, h, w, staging, target_name="litert", precisions=precisions,
                                    rewrites=recipe.rewrites, stem=ckpt.file_stem)
             rewrite_reports[text] = files[0].rewrites
+            if recipe.litert_pixel_input and text == sizes[0]:   # the GPU files: uint8 pixels in (formats.tflite)
+                step(f"rewrites + export {text}, uint8 pixel input")
+                files += formats.export(ckpt.model, h, w, staging, target_name="litert",
+                                        precisions=recipe.litert_pixel_input, rewrites=recipe.rewrites,
+                                        stem=ckpt.file_stem, input_dtype="uint8")
             for f in files:
-                path, precision = f.path, f.precision
-                rel = os.path.basename(path)
-                art = formats.open_artifact(path)
-                info = art.info
-                entry = {"format": "tflite", "runtime": "litert", "precision": precision, "size": text,
-                         **io(h, w), "ops": info["ops"], "op_histogram": info["op_histogram"],
-                         "recommended_runtime_options": {
-                             "gpu": {"accelerator": "GPU", "enforce_f32": True},
-                             "cpu": {"accelerator": "CPU", "num_threads": "number of big cores"}},
-                         "quantization": LADDER[precision].summary if precision != "fp32" else None}
-                if gpu_check:
-                    step(f"GPU check {rel}")
-                    g = art.gpu_check()
-                    entry["gpu_fully_delegated"] = g["fully_delegated"]
-                    gate.report[rel] = {"gpu_check": {"adapter": (g["adapter"] or "").split(",")[0] or None,
-                                                      "error": g["error"]}}
-                gate.check(path, precision, (h, w))
-                entries.append(_with_measurements(mf.file_entry(staging, rel, **entry), latency, parity))
+                entry = _tflite_entry(f, text, (h, w), io, gpu_check, gate, step)
+                entries.append(_with_measurements(mf.file_entry(staging, os.path.basename(f.path), **entry),
+                                                  latency, parity))
         if recipe.executorch:
             entries += [_with_measurements(e, latency, parity)
                         for e in _executorch_entries(recipe.executorch, ckpt, gate, staging, step, io)]
@@ -316,6 +308,27 @@ class _Gate:
         return {"kind": "edgedepth.build_report", "environment": environment(threads=2),
                 "pytorch_fp32_vs_float64_rel_l2": self.noise, "files": self.report,
                 "note": "measured on the building machine; not part of the reproducible release (see manifest.json)"}
+
+
+def _tflite_entry(f, text: str, size: tuple[int, int], io, gpu_check: bool, gate: "_Gate", step) -> dict:
+    """A .tflite's manifest fields (GPU check and parity gate run here); uint8-input files say so in their I/O."""
+    rel, precision = os.path.basename(f.path), f.precision
+    art = formats.open_artifact(f.path)
+    info = art.info
+    dtype = info["inputs"][0]["dtype"]
+    entry = {"format": "tflite", "runtime": "litert", "precision": precision, "size": text,
+             **io(*size, input_dtype=dtype), "ops": info["ops"], "op_histogram": info["op_histogram"],
+             "recommended_runtime_options": {
+                 "gpu": {"accelerator": "GPU", "enforce_f32": True},
+                 "cpu": {"accelerator": "CPU", "num_threads": "number of big cores"}},
+             "quantization": LADDER[precision].summary if precision != "fp32" else None}
+    if gpu_check:
+        step(f"GPU check {rel}")
+        g = art.gpu_check()
+        entry["gpu_fully_delegated"] = g["fully_delegated"]
+        gate.report[rel] = {"gpu_check": {"adapter": (g["adapter"] or "").split(",")[0] or None, "error": g["error"]}}
+    gate.check(f.path, precision, size)
+    return entry
 
 
 def _with_measurements(entry: dict, latency: dict, parity: dict) -> dict:

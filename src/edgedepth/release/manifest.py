@@ -23,15 +23,19 @@ UNLISTED = {MANIFEST, BUILD_REPORT}
 
 INPUT_NORMALISATION = {"color": "RGB", "scale": "1/255", "mean": list(MEAN), "std": list(STD), "resize": "bicubic",
                        "range_after": "ImageNet-normalised"}
+# uint8-input files (``edgedepth.formats.tflite.pixel_input``): the caller only resizes; the graph does the rest
+PIXEL_INPUT = {"color": "RGB", "resize": "bicubic", "range": "0..255 (uint8 pixels as resized)",
+               "in_graph": {"scale": "1/255", "mean": list(MEAN), "std": list(STD)}}
 OUTPUT_SEMANTICS = "relative inverse depth, larger = closer"
 
 
 def io_contract(height: int, width: int, input_name: str = "args_0", output_name: str = "output_0",
-                semantics: str = OUTPUT_SEMANTICS) -> dict:
-    """The file's input/output contract; ``semantics`` is the family member's (metric members: metres)."""
+                semantics: str = OUTPUT_SEMANTICS, input_dtype: str = "float32") -> dict:
+    """The file's input/output contract; ``semantics`` is the family member's (metric members: metres); ``input_dtype``
+    "uint8": the file takes resized pixels and normalises in the graph."""
     return {
-        "input": {"name": input_name, "shape": [1, 3, height, width], "dtype": "float32", "layout": "NCHW",
-                  "normalisation": INPUT_NORMALISATION},
+        "input": {"name": input_name, "shape": [1, 3, height, width], "dtype": input_dtype, "layout": "NCHW",
+                  "normalisation": PIXEL_INPUT if input_dtype == "uint8" else INPUT_NORMALISATION},
         "output": {"name": output_name, "shape": [1, height, width], "dtype": "float32", "semantics": semantics},
     }
 

@@ -30,8 +30,10 @@ def render_model_card(m: dict) -> str:
     onnx_files = [f for f in models if f["format"] == "onnx"]
     tflites = [f for f in models if f["format"] == "tflite"]
     first_size = prov["recipe"]["sizes"][0]
-    example = next((f for f in tflites if f["precision"] == "fp32" and f["size"] == first_size),
-                   next((f for f in tflites if f["precision"] == "fp32"), tflites[0] if tflites else None))
+    floats = [f for f in tflites if f["input"]["dtype"] == "float32"] or tflites
+    example = next((f for f in floats if f["precision"] == "fp32" and f["size"] == first_size),
+                   next((f for f in floats if f["precision"] == "fp32"), floats[0] if floats else None))
+    pixel_files = [f for f in tflites if f["input"]["dtype"] == "uint8"]
     info = m.get("model") or {"family_member": "small", "kind": "relative", "license": "apache-2.0"}
     metric = info["kind"] == "metric"
     member = info["family_member"].replace("-", " ").title()
@@ -77,6 +79,12 @@ def render_model_card(m: dict) -> str:
               f"{n['mean']}, divided by std {n['std']}, {i['layout']}; resize the photo to H×W ({n['resize']}) |",
               f"| output | `{o['name']}` | `[1, H, W]` | {o['dtype']} | {o['semantics']} |", "",
               "Signature `serving_default`. Resize the output back to the photo's size for display.", ""]
+        if pixel_files:
+            names = ", ".join(f"`{f['path']}`" for f in pixel_files)
+            L += [f"Files ending `_u8in.tflite` ({names}) take the resized "
+                  "RGB pixels instead: input uint8 `[1, 3, H, W]`, values 0..255 as resized, NCHW; the graph scales and "
+                  "normalises (same mean/std). A quarter of the bytes to write per call: what the GPU files are for. "
+                  "Python: `x = np.ascontiguousarray(np.asarray(img, np.uint8).transpose(2, 0, 1)[None])`.", ""]
     L += ["## Files", "", "| file | size | precision | input H×W | ops | fully on GPU / delegation | SHA-256 |",
           "|---|---|---|---|---|---|---|"]
     for f in models:

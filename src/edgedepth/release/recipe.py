@@ -32,7 +32,8 @@ class Recipe:
     litert_precisions: tuple[str, ...]
     executorch: ExecuTorchPart | None
     parity_images: int
-    onnx_precisions: tuple[str, ...] = ()       # ONNX files at the first size, onnx-community layout (onnx/model*.onnx)                          # images of the build's parity gate (0: no gate)
+    onnx_precisions: tuple[str, ...] = ()       # ONNX files at the first size, onnx-community layout (onnx/model*.onnx)
+    litert_pixel_input: tuple[str, ...] = ()    # LiteRT precisions also written at the first size taking uint8 pixels
     parity_data: tuple[str, ...] = ()           # committed `edgedepth validate --json` reports (matched by sha256)
     latency_data: tuple[str, ...] = ()          # committed `edgedepth bench --json` reports (matched by sha256)
     path: str = ""
@@ -75,6 +76,10 @@ def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
     bad = [p for p in precisions if p not in tflite.PRECISIONS]
     if bad:
         raise EdgedepthError(f"recipe {where}: litert precision(s) {bad} unknown (choose from {tflite.PRECISIONS})")
+    pixel = tuple(lit.get("pixel_input", []))
+    if [p for p in pixel if p not in tflite.PIXEL_INPUT_PRECISIONS]:
+        raise EdgedepthError(f"recipe {where}: litert pixel_input {list(pixel)} (choose from "
+                             f"{tflite.PIXEL_INPUT_PRECISIONS}: float files, for the GPU)")
     et = None
     if d.get("executorch"):
         e = d["executorch"]
@@ -98,7 +103,7 @@ def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
         model=_field(d, "model", str, where), sizes=tuple(_field(d, "sizes", list, where)), rewrites=rewrites,
         litert_precisions=precisions, executorch=et,
         parity_images=int(_field(_field(d, "parity", dict, where), "images", int, where)),
-        onnx_precisions=onnx_precisions, parity_data=tuple(d.get("parity_data", [])), latency_data=tuple(d.get("latency_data", [])),
+        onnx_precisions=onnx_precisions, litert_pixel_input=pixel, parity_data=tuple(d.get("parity_data", [])), latency_data=tuple(d.get("latency_data", [])),
         path=path, sha256=sha256)
     _check_sizes("sizes", r.sizes)
     return r

@@ -2,8 +2,10 @@
 
 ``recommend(entries, size, gate)`` -> ``{use: {"path", "why"}}`` for the release's first (main) size:
 
-- ``webgpu`` (GPU / browser): the smallest float-compute .tflite that compiled fully on the GPU: the fp16-weight file when
-  present (the GPU delegate reads fp16 constants natively; H200 median quoted when measured), else FP32.
+- ``webgpu`` (GPU / browser): among float-compute .tflite files that compiled fully on the GPU, one taking uint8 pixels
+  when present (a quarter of the bytes to write per call: ~1.4 ms of an H200 call, benchmarks/gpu_floor.py), then the
+  smallest: the fp16-weight file (the GPU delegate reads fp16 constants natively; H200 median quoted when measured).
+- the other uses consider float32-input files only (what a CPU caller already feeds).
 - ``cpu``: among files within the quantised parity gate, timed in one run (one source), the most accurate of those
   within 5 % of the fastest CPU median; FP32 when nothing was measured for these exact bytes.
 - ``wasm`` (the browser without WebGPU): the same rule over LiteRT.js wasm medians (benchmarks/playground_latency.py);
@@ -18,6 +20,10 @@ from __future__ import annotations
 import collections
 
 FLOAT = ("fp16", "fp32")
+
+
+def _input_dtype(f: dict) -> str:
+    return (f.get("input") or {}).get("dtype", "float32")
 
 
 def _parity(f: dict, source=None) -> float | None:
@@ -57,18 +63,21 @@ def _fastest(ok: list[dict], fp32: dict, backend: str, where: str, label: str, p
 
 
 def recommend(entries: list[dict], size: str, gate: float) -> dict:
-    files = [f for f in entries if f.get("format") == "tflite" and f.get("size") == size]
+    every = [f for f in entries if f.get("format") == "tflite" and f.get("size") == size]
+    files = [f for f in every if _input_dtype(f) == "float32"]
     if not files:
         return {}
     by = {f["precision"]: f for f in files}
     fp32 = by.get("fp32") or files[0]
     out = {}
-    gpu = [f for f in files if f["precision"] in FLOAT and f.get("gpu_fully_delegated") is not False]
+    gpu = [f for f in every if f["precision"] in FLOAT and f.get("gpu_fully_delegated") is not False]
     if gpu:
-        f = min(gpu, key=lambda f: f["bytes"])
+        f = min(gpu, key=lambda f: (_input_dtype(f) != "uint8", f["bytes"]))
         why = f"{f['precision']} weights: {f['bytes'] / 1e6:.1f} MB, fully on the GPU delegate"
-        if f is not fp32:
+        if f["bytes"] != fp32["bytes"]:
             why += f" ({f['bytes'] / fp32['bytes']:.0%} of the FP32 download; float32 compute with enforce_f32)"
+        if _input_dtype(f) == "uint8":
+            why += "; takes the resized uint8 RGB pixels (normalised in the graph): 1/4 of the input bytes per call"
         h200 = [r["h200_gpu_fp32_median_ms"] for r in f.get("latency") or [] if "h200_gpu_fp32_median_ms" in r]
         if h200:
             why += f"; H200 WebGPU {h200[0]:.1f} ms"
