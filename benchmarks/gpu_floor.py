@@ -86,6 +86,17 @@ def build(folder: str) -> None:
     write_bytes_atomic(os.path.join(folder, STANDS_FOR), json.dumps(stands, indent=1).encode())
 
 
+def _gpu_name() -> str:
+    """The GPU's name from nvidia-smi ("" without one): the Python API does not name LiteRT's WebGPU adapter."""
+    import subprocess
+
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=30).stdout.strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return ""
+
+
 def call(r, x):
     """write + run + read, as LiteRTRunner.run, but writing ``x`` in its own dtype (the runner casts to float32 any
     input that is not uint8, which a float16-input file must not get)."""
@@ -170,6 +181,8 @@ def main() -> int:
            "backend": a.backend,
            "method": f"LiteRT GPU accelerator, {'FP32 enforced' if a.backend == 'gpu' else 'default precision'}; {a.rounds} interleaved rounds x ({a.warmup} + {a.iters}) "
                      "per (file, part), order rotated; medians",
+           "method_counts": {"rounds": a.rounds, "warmup": a.warmup, "iters": a.iters},
+           "device": "NVIDIA H200 (LiteRT WebGPU accelerator over Vulkan)" if "H200" in _gpu_name() else _gpu_name(),
            "files": {}}
     stands = json.load(open(os.path.join(a.dir, STANDS_FOR))) if os.path.isfile(os.path.join(a.dir, STANDS_FOR)) else {}
     for lab, (r, x, f) in runners.items():

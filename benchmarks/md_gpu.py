@@ -126,6 +126,7 @@ def _floor(L):
               "are queued back to back — the figure to hold against PyTorch's CUDA-event time, which leaves host "
               "copies out.", ""]
     _uint8_input(L)
+    _webgpu_file(L)
 
 
 def _uint8_input(L):
@@ -160,6 +161,45 @@ def _uint8_input(L):
               f"{u8['median_ms']:.0f} ms vs {f32['median_ms']:.0f} ms ({u8['median_ms'] / f32['median_ms']:.2f}×); "
               f"parity vs PyTorch FP32 on {c['validate']['image_set']['count']} images {par[True]:.2e} vs "
               f"{par[False]:.2e} for the float-input file (pooled rel-L2; the float64 floor is in \"Parity floor\").", ""]
+
+
+def _webgpu_file(L):
+    """The release's WebGPU file (fp16 weights, uint8 input) against the files it replaces, both GPU precisions and
+    PyTorch CUDA in one device call (gpu_floor.py --files ... then gpu_reference.py)."""
+    runs = {b: load(f"gpu_webgpu_file_{b}.json") for b, _ in MODES}
+    ref = load("gpu_reference_webgpu_file.json")
+    if not all(runs.values()) or not ref:
+        return
+    a = runs["gpu"]
+    L += ["### The release's WebGPU file (H200)", "",
+          "The release now ships its WebGPU file with fp16 weights *and* a uint8 pixel input "
+          "(`recommended.webgpu` in the manifest; the playground feeds it the pixels). Timing twins of the release files "
+          f"(same graphs, seeded weights), one device call: FP32 enforced, then default precision, each "
+          f"{a['method'].split('; ', 1)[-1]}, then PyTorch CUDA on the same GPU. call = write + run + read; per queued "
+          "run = four runs back to back, one read (the GPU's compute for one inference).", "",
+          "| file (synthetic release) | input MB | FP32 call ms | FP32 per queued run ms | default call ms | "
+          "default per queued run ms |", "|---|---|---|---|---|---|"]
+    d = runs["gpu-fp16"]["files"]
+    for lab, f in a["files"].items():
+        name = (f.get("stands_for") or {}).get("file") or "depth_anything_v2_small_518x686_fp32.tflite"
+        m, n = f["median_ms"], d[lab]["median_ms"]
+        L.append(f"| `{name}` | {f['input_mb']:.1f} | {m['call']:.2f} | {m['run x4 + read, per run']:.2f} | "
+                 f"{n['call']:.2f} | {n['run x4 + read, per run']:.2f} |")
+    v = {k: x["median_ms"] for k, x in ref["sizes"]["518x686"]["variants"].items()}
+    host = ref["sizes"]["518x686"].get("host_io_ms")
+    new = next(f for f in a["files"].values() if (f.get("stands_for") or {}).get("file", "").endswith("fp16_u8in.tflite"))
+    old = next(f for f in a["files"].values() if (f.get("stands_for") or {}).get("file", "").endswith("_fp16.tflite"))
+    c, q, o = new["median_ms"]["call"], new["median_ms"]["run x4 + read, per run"], old["median_ms"]["call"]
+    L += ["", "PyTorch CUDA, same device call (CUDA events, host copies excluded; they cost "
+          f"{host:.2f} ms apart): " + ", ".join(f"{k} {x:.2f} ms" for k, x in v.items()) + ".", "",
+          f"Reading it: the WebGPU file's call takes {c:.2f} ms against {o:.2f} ms for the fp16-weight float-input file "
+          f"it replaces ({c / o:.2f}×); its GPU compute (per queued run) is {q:.2f} ms against PyTorch eager FP32's "
+          f"{v['eager-fp32']:.2f} ms ({q / v['eager-fp32']:.2f}×), and a whole call including the input write and the "
+          f"read-back is {c / v['eager-fp32']:.2f}× PyTorch eager FP32 without its host copies "
+          f"({c / (v['eager-fp32'] + host):.2f}× with them). Weights in fp16 cost nothing under FP32 enforcement (the "
+          "delegate dequantises them once). This loan's host was slower than the one of the uint8 table above (PyTorch "
+          "eager TF32 and FP16 autocast came out slower than FP32: launch-bound), which is why only ratios inside one "
+          "call are compared.", ""]
 
 
 def _reading(a) -> list[str]:

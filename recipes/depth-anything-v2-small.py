@@ -36,7 +36,9 @@ RECIPE = {
                      for s in ("518x686", "686x518", "518x518", "392x518", "252x252", "224x224")]
     + sorted(glob.glob(os.path.join(_RESULTS, "peers_cpu_*.json")))  # ours vs the fastest peer, per CPU
     + [os.path.join(_RESULTS, "precision_ladder.json"),   # every precision at 518x686, + H200 GPU medians
-       os.path.join(_RESULTS, "playground_latency.json")],  # LiteRT.js wasm: decides the playground's wasm file
+       os.path.join(_RESULTS, "playground_latency.json"),   # LiteRT.js wasm: decides the playground's wasm file
+       os.path.join(_RESULTS, "gpu_webgpu_file_gpu.json"),   # H200 WebGPU call of the WebGPU files (timing twins)
+       os.path.join(_RESULTS, "gpu_webgpu_file_gpu-fp16.json")],
 }
 
 if __name__ == "__main__":

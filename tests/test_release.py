@@ -204,3 +204,17 @@ def test_bad_recipe_is_one_clear_error(tmp_path, field, value, expected):
     assert not (tmp_path / "out").exists()
     with pytest.raises(Exception, match=expected):
         load_recipe(str(p))
+
+
+def test_committed_h200_rows_are_for_todays_webgpu_file():
+    """The recipe's H200 data (benchmarks/gpu_floor.py, timing twins that name the release file they stand for) reaches
+    the WebGPU file of the synthetic release by its golden SHA-256: a pipeline change that alters the file fails here
+    until the GPU is measured again."""
+    from edgedepth.release.build import _latency_rows
+    from edgedepth.release.recipe import load_recipe
+
+    golden = json.load(open(GOLDEN))["synthetic release"]["sha256"]
+    rows = _latency_rows(load_recipe(RECIPE).latency_data)[golden["depth_anything_v2_small_518x686_fp16_u8in.tflite"]]
+    assert {r["backend"] for r in rows} == {"gpu", "gpu-fp16"}, rows
+    fp32 = next(r for r in rows if r["backend"] == "gpu")
+    assert fp32["h200_gpu_fp32_median_ms"] == fp32["median_ms"] > 0 and "H200" in fp32["gpu_adapter"]

@@ -100,6 +100,9 @@ def _latency_rows(paths: list[str]) -> dict[str, list[dict]]:
         if rep.get("kind") == "edgedepth.precision_ladder":
             yield from _ladder_latency(rep, p)
             return
+        if rep.get("kind") == "edgedepth.gpu_floor":            # benchmarks/gpu_floor.py: H200 timing twins
+            yield from _gpu_floor_rows(rep, p)
+            return
         if rep.get("kind") == "edgedepth.playground_latency":   # LiteRT.js wasm in headless chromium
             for f in rep["files"].values():
                 if f.get("sha256"):
@@ -133,6 +136,19 @@ def _peer_latency_rows(rep: dict, p: str):
                 "p75_ms": round(r["p75_ms"], 2), "threads": rep["threads"], "cpu": env.get("cpu"), "gpu_adapter": None,
                 "method": {k: rep["method"][k] for k in ("rounds", "warmup", "iters")}, "source": os.path.basename(p),
                 "fastest_peer": {"label": rows[best]["label"], "median_ms": round(rows[best]["median_ms"], 2)}}
+
+
+def _gpu_floor_rows(rep: dict, p: str):
+    """GPU rows of ``benchmarks/gpu_floor.py`` for the release files its timing twins stand for (same graph, seeded
+    weights: ``stands_for``); the call median (write + run + read), FP32 enforced or default precision."""
+    fp32 = rep.get("backend") == "gpu"
+    for f in rep["files"].values():
+        if (f.get("stands_for") or {}).get("sha256") and "method_counts" in rep:
+            ms = round(f["median_ms"]["call"], 2)
+            yield f["stands_for"]["sha256"], {
+                "backend": rep["backend"], "median_ms": ms, "p25_ms": None, "p75_ms": None, "threads": None,
+                "cpu": None, "gpu_adapter": rep.get("device"), "method": rep["method_counts"],
+                "source": os.path.basename(p), **({"h200_gpu_fp32_median_ms": ms} if fp32 else {})}
 
 
 def _ladder_parity(rep: dict, p: str):

@@ -170,7 +170,8 @@ def render_model_card(m: dict) -> str:
             mt = r["method"]
             peer = r.get("fastest_peer")
             vs = f"{peer['label']} {peer['median_ms']:.0f} ms (÷ {r['median_ms'] / peer['median_ms']:.2f})" if peer else "–"
-            L.append(f"| `{f['path']}` | {r['backend']} | {r['median_ms']:.1f} | {r['p25_ms']:.1f}–{r['p75_ms']:.1f} | "
+            iqr = f"{r['p25_ms']:.1f}–{r['p75_ms']:.1f}" if r.get("p25_ms") is not None else "–"
+            L.append(f"| `{f['path']}` | {r['backend']} | {r['median_ms']:.1f} | {iqr} | "
                      f"{r.get('threads') or '–'} | {dev} | {mt['rounds']} × ({mt['warmup']} + {mt['iters']}) | {vs} |")
     else:
         L += ["No latency measured for these exact files (latency is read from committed benchmark data and shown only "
