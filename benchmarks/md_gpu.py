@@ -200,6 +200,14 @@ def _webgpu_file(L):
           "delegate dequantises them once). This loan's host was slower than the one of the uint8 table above (PyTorch "
           "eager TF32 and FP16 autocast came out slower than FP32: launch-bound), which is why only ratios inside one "
           "call are compared.", ""]
+    par = load("webgpu_file_cpu_parity.json")
+    if par:
+        r = {x["artifact"]: x["metrics"]["pooled_rel_l2"] for x in par["results"]}
+        u8 = next(n for n in r if n.endswith("_u8in.tflite"))
+        f = next(n for n in r if not n.endswith("_u8in.tflite"))
+        L += [f"Parity (`edgedepth validate`, LiteRT CPU, {par['image_set']['count']} images of the default set, "
+              f"{par['environment'].get('cpu')}): `{u8}` {r[u8]:.2e} pooled rel-L2 vs PyTorch FP32, `{f}` {r[f]:.2e}: "
+              "the in-graph normalisation adds nothing measurable; the difference from FP32 is the fp16 weights.", ""]
 
 
 def _reading(a) -> list[str]:

@@ -31,7 +31,8 @@ RECIPE = {
     "onnx": {"precisions": ["fp32", "fp16", "int8"]},
     "parity": {"images": 8, "backend": "cpu"},  # build gate, default bundled image set (values -> build-report.json)
     # committed benchmark data; parity/latency rows are embedded only for files whose sha256 matches a measured file
-    "parity_data": [os.path.join(_RESULTS, "release_cpu_parity.json"), os.path.join(_RESULTS, "precision_ladder.json")],
+    "parity_data": [os.path.join(_RESULTS, "release_cpu_parity.json"), os.path.join(_RESULTS, "precision_ladder.json"),
+                    os.path.join(_RESULTS, "webgpu_file_cpu_parity.json")],   # the uint8-input WebGPU file
     "latency_data": [os.path.join(_RESULTS, f"release_cpu_latency_{s}.json")
                      for s in ("518x686", "686x518", "518x518", "392x518", "252x252", "224x224")]
     + sorted(glob.glob(os.path.join(_RESULTS, "peers_cpu_*.json")))  # ours vs the fastest peer, per CPU

@@ -46,3 +46,22 @@ def test_open_bad_file_is_one_clear_error(tmp_path):
         edgedepth.open(str(tmp_path / "x.h5"))
     with pytest.raises(EdgedepthError, match=r"x.onnx' does not exist"):
         edgedepth.open(str(tmp_path / "x.onnx"))
+
+
+
+def test_api_exports_and_predicts_with_a_uint8_input_file(tmp_path):
+    """``edgedepth.export(input_dtype="uint8")`` writes the pixel-input file; ``Model.predict`` feeds it the resized
+    pixels (not a normalised tensor): within FP32 noise of a float64 PyTorch run on the same photo (conftest policy)."""
+    import edgedepth
+    from conftest import assert_within_fp32_noise, float64_reference, torch_fp32
+    from edgedepth.checkpoint import DepthModule, load_checkpoint
+    from edgedepth.preprocess import load_image, preprocess
+    from edgedepth.samples import sample_photo
+
+    (u8,) = edgedepth.export("synthetic-tiny", size="56x70", out_dir=str(tmp_path), precisions=("fp32",),
+                             input_dtype="uint8")
+    assert u8.endswith("_fp32_u8in.tflite")
+    y = edgedepth.open(u8).predict(sample_photo(), resize_back=False)
+    x = preprocess(load_image(sample_photo()), (56, 70))
+    model = DepthModule(load_checkpoint("synthetic-tiny", quiet=True).model)
+    assert_within_fp32_noise(y[None], float64_reference(model, x), torch_fp32(model, x), what="API predict, uint8 file")

@@ -642,6 +642,8 @@ def test_webgpu_file_takes_uint8_pixels(tmp_path, tiny_ckpt, serve_folder, open_
         st = p.run_photo(timeout_s=180)
         assert st["backend"] == backend and not st["errors"] and st["artifact"] == u8_path, st
         np.testing.assert_array_equal(p.array("lastInput", "u1").reshape(px.shape), px)
+        assert "uint8 pixels in" in p.page.eval_on_selector("#artifact", "e => e.selectedOptions[0].text")
+        assert "uint8 NCHW" in p.page.inner_text("#artifact-info")
         _assert_fp32_parity(p.array("lastOutput"), tiny_ckpt.model, normalise(px), f"{backend}, uint8-input file")
         ms = p.page.evaluate("edgedepth.benchmark({warmup: 1, iters: 2})")   # benchmark feeds it pixels too
         assert len(ms) == 2 and min(ms) > 0

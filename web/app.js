@@ -115,7 +115,9 @@ function mb(n) { return (n / 1e6).toFixed(n < 1e7 ? 2 : 1); }
 function label(f) {
   const gpu = f.gpu_fully_delegated === true ? 'GPU: fully delegated' :
     f.gpu_fully_delegated === false ? 'GPU: not fully delegated' : '';
-  return [f.size || f.input?.shape?.slice(2).join('x'), (f.precision || '?').toUpperCase(), `${mb(f.bytes)} MB`, gpu]
+  const pixels = f.input?.dtype === 'uint8' ? 'uint8 pixels in' : '';   // _u8in: the WebGPU file
+  return [f.size || f.input?.shape?.slice(2).join('x'), (f.precision || '?').toUpperCase(), pixels, `${mb(f.bytes)} MB`,
+    gpu]
     .filter(Boolean).join(' · ');
 }
 
@@ -208,7 +210,8 @@ function showArtifactInfo() {
   }
   const [, , h, w] = f.input.shape;
   const other = mode() === 'compare' ? partnerOf(f) : null;
-  ui.artifactInfo.textContent = `${f.path} — input ${f.input.name || ''} [1,3,${h},${w}] float32 NCHW, ` +
+  const dtype = f.input.dtype === 'uint8' ? 'uint8 NCHW (resized RGB pixels; the graph normalises)' : 'float32 NCHW';
+  ui.artifactInfo.textContent = `${f.path} — input ${f.input.name || ''} [1,3,${h},${w}] ${dtype}, ` +
     `output [1,${h},${w}]` + (f.ops ? `, ${f.ops} ops` : '') + `, sha256 ${f.sha256.slice(0, 16)}…` +
     (mode() !== 'compare' ? '' : other ? `; compared with ${other.path} (${(other.precision || '?').toUpperCase()}, ` +
       `sha256 ${other.sha256.slice(0, 16)}…)` : `; no .onnx of ${h}x${w} in manifest.json to compare with`);

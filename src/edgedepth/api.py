@@ -60,12 +60,13 @@ class Model:
         """Depth for one photo (a path or a PIL image): float32 [H, W], relative inverse depth (larger = closer),
         resized back to the photo's size (bicubic, like HF's post-processing) unless ``resize_back=False``."""
         from .predict import resize_depth
-        from .preprocess import load_image, preprocess
+        from .preprocess import load_image, pixels, preprocess
 
         img = load_image(image) if isinstance(image, str) else image.convert("RGB")
         runner = self.runner(backend, threads)
-        try:
-            depth = runner.run(preprocess(img, self.artifact.size))[0]
+        try:   # a uint8-input file (_u8in, the release's WebGPU file) takes the resized pixels, normalised in its graph
+            prep = pixels if getattr(runner, "input_dtype", "float32") == "uint8" else preprocess
+            depth = runner.run(prep(img, self.artifact.size))[0]
         finally:
             runner.close()
         return resize_depth(depth, (img.height, img.width)) if resize_back else depth
@@ -77,10 +78,12 @@ def open(path: str) -> Model:  # noqa: A001  (edgedepth.open, like the builtin, 
 
 
 def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = "litert",
-           precisions=("fp32", "int8"), rewrites="default", backends=None, progress=None) -> list[str]:
+           precisions=("fp32", "int8"), rewrites="default", backends=None, progress=None,
+           input_dtype: str = "float32") -> list[str]:
     """Export a checkpoint (a spec such as ``"synthetic"``, ``HF_ID@REV``, a folder, or a loaded Checkpoint) to
     ``out_dir``; returns the written paths.  ``target``: ``"litert"`` (.tflite), ``"executorch"`` (.pte) or ``"onnx"``
-    (.onnx; precisions fp32, fp16, int8).  Open a result with :func:`open` and run it on ``backend="cpu"`` (ONNX
+    (.onnx; precisions fp32, fp16, int8).  ``input_dtype="uint8"`` (LiteRT fp32/fp16): files that take the resized
+    pixels (``_u8in``, the GPU files).  Open a result with :func:`open` and run it on ``backend="cpu"`` (ONNX
     Runtime for .onnx) or ``"openvino"``."""
     import os
 
@@ -88,7 +91,8 @@ def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = 
     h, w = _size(size)
     ckpt = _checkpoint(model)
     files = formats.export(ckpt.model, h, w, out_dir, target_name=target, precisions=precisions,
-                           rewrites=rewrites, backends=backends, progress=progress, stem=ckpt.file_stem)
+                           rewrites=rewrites, backends=backends, progress=progress, stem=ckpt.file_stem,
+                           input_dtype=input_dtype)
     return [f.path for f in files]
 
 
