@@ -23,7 +23,10 @@ for f in m["files"]:
         continue
     gpu = {True: "fully on GPU", False: "NOT fully on GPU", None: "GPU not checked"}[f.get("gpu_fully_delegated")]
     p = built.get(f["path"], {}).get("parity_cpu") or {}
-    lat = f"CPU {f['latency'][0]['median_ms']:.0f} ms (committed record)" if f.get("latency") else "CPU latency not recorded"
+    cpu = [r for r in f.get("latency") or [] if r.get("backend") == "cpu"]
+    h200 = [r for r in f.get("latency") or [] if "h200_gpu_fp32_median_ms" in r]
+    lat = (f"CPU {cpu[0]['median_ms']:.0f} ms" if cpu else "CPU latency not recorded") \
+        + (f", H200 WebGPU {h200[0]['h200_gpu_fp32_median_ms']:.1f} ms" if h200 else "") + (" (committed records)" if cpu or h200 else "")
     print(f"  {f['path']:48s} {f['bytes'] / 1e6:6.1f} MB  {f['ops']:4d} ops  {gpu:16s} "
           f"rel-L2 vs PyTorch {p.get('pooled_rel_l2', float('nan')):.1e} (this machine)  "
           f"{lat}")

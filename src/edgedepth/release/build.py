@@ -148,7 +148,7 @@ def _gpu_floor_rows(rep: dict, p: str):
             yield f["stands_for"]["sha256"], {
                 "backend": rep["backend"], "median_ms": ms, "p25_ms": None, "p75_ms": None, "threads": None,
                 "cpu": None, "gpu_adapter": rep.get("device"), "method": rep["method_counts"],
-                "source": os.path.basename(p), **({"h200_gpu_fp32_median_ms": ms} if fp32 else {})}
+                "source": os.path.basename(p), "timing_twin": True, **({"h200_gpu_fp32_median_ms": ms} if fp32 else {})}
 
 
 def _ladder_parity(rep: dict, p: str):

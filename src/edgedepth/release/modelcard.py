@@ -171,8 +171,12 @@ def render_model_card(m: dict) -> str:
             peer = r.get("fastest_peer")
             vs = f"{peer['label']} {peer['median_ms']:.0f} ms (÷ {r['median_ms'] / peer['median_ms']:.2f})" if peer else "–"
             iqr = f"{r['p25_ms']:.1f}–{r['p75_ms']:.1f}" if r.get("p25_ms") is not None else "–"
-            L.append(f"| `{f['path']}` | {r['backend']} | {r['median_ms']:.1f} | {iqr} | "
+            twin = " †" if r.get("timing_twin") else ""
+            L.append(f"| `{f['path']}` | {r['backend']}{twin} | {r['median_ms']:.1f} | {iqr} | "
                      f"{r.get('threads') or '–'} | {dev} | {mt['rounds']} × ({mt['warmup']} + {mt['iters']}) | {vs} |")
+        if any(r.get("timing_twin") for _, r in lat):
+            L += ["", "† timed on a timing twin of the file: the same graph and ops with seeded weights (a call to the "
+                  "lent GPU carries at most 64 MiB); GPU latency does not depend on the weights' values."]
     else:
         L += ["No latency measured for these exact files (latency is read from committed benchmark data and shown only "
               "for files whose SHA-256 matches the file that was timed)."]
