@@ -40,11 +40,10 @@ FILES = {"tiny [1,8] ADD": "call_tiny_x1", "token-sized ADD": "call_tokens_x1", 
          "fp16 weights, uint8 input (the release's WebGPU file)": "model_shipped_fp16_u8in"}
 # Made by `gpu_floor.py --build`: the I/O files travel as they are; the models stripped (edgedepth.transport), refilled
 # there with seeded weights in their own type (FLOAT32 / FLOAT16).
-DTYPES = {"io_f16": np.float16, "io_u8": np.uint8, "model_shipped_u8in": np.uint8, "model_shipped_fp16": np.float32,
-          "model_shipped_fp16_u8in": np.uint8}
-STRIPPED = {"model_shipped_u8in", "model_shipped_fp16", "model_shipped_fp16_u8in"}
 MODELS = {"model_shipped_u8in": ("fp32", "uint8"), "model_shipped_fp16": ("fp16", "float32"),   # (precision, input)
           "model_shipped_fp16_u8in": ("fp16", "uint8")}
+STRIPPED = set(MODELS)
+DTYPES = {"io_f16": np.float16, "io_u8": np.uint8, **{k: np.dtype(d).type for k, (_, d) in MODELS.items()}}
 STANDS_FOR = "stands_for.json"   # model key -> the synthetic release file (name, sha256) its timing twin stands for
 
 

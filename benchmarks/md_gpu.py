@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from md_common import R, load
+from md_common import R, load, webgpu_file_row
 
 PLOT = "docs/gpu_attribution.png"
 MODES = (("gpu", "FP32 enforced"), ("gpu-fp16", "default precision (FP16)"))
@@ -187,7 +187,7 @@ def _webgpu_file(L):
                  f"{n['call']:.2f} | {n['run x4 + read, per run']:.2f} |")
     v = {k: x["median_ms"] for k, x in ref["sizes"]["518x686"]["variants"].items()}
     host = ref["sizes"]["518x686"].get("host_io_ms")
-    new = next(f for f in a["files"].values() if (f.get("stands_for") or {}).get("file", "").endswith("fp16_u8in.tflite"))
+    new = webgpu_file_row(a)
     old = next(f for f in a["files"].values() if (f.get("stands_for") or {}).get("file", "").endswith("_fp16.tflite"))
     c, q, o = new["median_ms"]["call"], new["median_ms"]["run x4 + read, per run"], old["median_ms"]["call"]
     L += ["", "PyTorch CUDA, same device call (CUDA events, host copies excluded; they cost "

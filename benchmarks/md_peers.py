@@ -7,7 +7,7 @@ import glob
 import json
 import os
 
-from md_common import R, load
+from md_common import R, load, webgpu_file_row
 
 
 
@@ -123,7 +123,7 @@ def which_file_rows() -> list[str]:
     att = (load("gpu_attribution.json") or {}).get("bench_models")
     wf, wref = load("gpu_webgpu_file_gpu.json"), load("gpu_reference_webgpu_file.json")
     if wf and wref:          # the release's WebGPU file and PyTorch CUDA timed in one device call (issue 15)
-        f = next(v for v in wf["files"].values() if (v.get("stands_for") or {}).get("file", "").endswith("_fp16_u8in.tflite"))
+        f = webgpu_file_row(wf)
         ref = {k: v["median_ms"] for k, v in wref["sizes"]["518x686"]["variants"].items() if v.get("median_ms")}
         ms, best = f["median_ms"]["call"], min(ref, key=ref.get)
         out.append(f"| GPU: NVIDIA H200 (LiteRT WebGPU over Vulkan) | FP32 | release WebGPU file "

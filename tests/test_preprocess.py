@@ -104,3 +104,11 @@ def test_truncated_image(tmp_path):
     p.write_bytes(data[: len(data) // 3])
     with pytest.raises(EdgedepthError, match="corrupt or truncated"):
         load_image(str(p))
+
+
+def test_denormalise_inverts_normalise_exactly():
+    """bench feeds a uint8-input file ``denormalise(x)``: the pixels ``x`` was made from, every value 0..255."""
+    from edgedepth.preprocess import denormalise, normalise
+
+    px = np.arange(3 * 16 * 16, dtype=np.int64).reshape(1, 3, 16, 16).__mod__(256).astype(np.uint8)
+    np.testing.assert_array_equal(denormalise(normalise(px)), px)

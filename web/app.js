@@ -692,7 +692,8 @@ async function infer(rgba, width, height) {
   }
   const p = out[primary()];
   Object.assign(E, {
-    lastInput: inputOf(current[primary()]), lastOutput: p.y, lastOutputShape: [1, H, W], lastLatencyMs: p.ms, lastPreprocessMs: t1 - t0,
+    lastInput: inputOf(current[primary()]), lastOutput: p.y, lastOutputShape: [1, H, W], lastLatencyMs: p.ms,
+    lastPreprocessMs: t1 - t0,
   });
   if (out.ort) {
     E.ortLastOutput = out.ort.y;

@@ -60,13 +60,12 @@ class Model:
         """Depth for one photo (a path or a PIL image): float32 [H, W], relative inverse depth (larger = closer),
         resized back to the photo's size (bicubic, like HF's post-processing) unless ``resize_back=False``."""
         from .predict import resize_depth
-        from .preprocess import load_image, pixels, preprocess
+        from .preprocess import load_image, model_input
 
         img = load_image(image) if isinstance(image, str) else image.convert("RGB")
         runner = self.runner(backend, threads)
-        try:   # a uint8-input file (_u8in, the release's WebGPU file) takes the resized pixels, normalised in its graph
-            prep = pixels if getattr(runner, "input_dtype", "float32") == "uint8" else preprocess
-            depth = runner.run(prep(img, self.artifact.size))[0]
+        try:   # a uint8-input file (_u8in, the release's WebGPU file) takes the resized pixels
+            depth = runner.run(model_input(img, self.artifact.size, runner.input_dtype))[0]
         finally:
             runner.close()
         return resize_depth(depth, (img.height, img.width)) if resize_back else depth

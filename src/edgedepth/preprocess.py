@@ -83,7 +83,19 @@ def preprocess(img, size: tuple[int, int]) -> np.ndarray:
     return normalise(pixels(img, size))
 
 
+def denormalise(x: np.ndarray) -> np.ndarray:
+    """float32 [1, 3, H, W] model input -> the uint8 pixels it was made from (:func:`normalise` inverted, rounded)."""
+    m, s = (np.asarray(v, np.float32).reshape(1, 3, 1, 1) for v in (MEAN, STD))
+    return np.clip(np.round((np.asarray(x, np.float32) * s + m) * 255), 0, 255).astype(np.uint8)
+
+
+def model_input(img, size: tuple[int, int], dtype: str = "float32") -> np.ndarray:
+    """What a file takes (its runner's ``input_dtype``): the normalised tensor, or for "uint8" (``_u8in`` files, which
+    normalise in the graph) the resized pixels."""
+    return pixels(img, size) if dtype == "uint8" else preprocess(img, size)
+
+
 def load_and_preprocess(path: str, size: tuple[int, int], dtype: str = "float32") -> tuple[np.ndarray, tuple[int, int]]:
-    """Image file -> (model input, original (height, width)); ``dtype`` "uint8": the resized pixels (:func:`pixels`)."""
+    """Image file -> (model input, original (height, width)); ``dtype``: see :func:`model_input`."""
     img = load_image(path)
-    return (pixels(img, size) if dtype == "uint8" else preprocess(img, size)), (img.height, img.width)
+    return model_input(img, size, dtype), (img.height, img.width)

@@ -136,6 +136,17 @@ class Exported:
     stats: dict                 # format-specific export facts (e.g. ExecuTorch delegation counts)
 
 
+def check_input_dtype(fmt: Format, precisions, input_dtype: str) -> None:
+    """One-line error unless ``input_dtype`` is float32 or the format writes those precisions with a pixel input
+    (LiteRT: ``tflite.PIXEL_INPUT_PRECISIONS``); the CLI calls it before loading a checkpoint."""
+    if input_dtype == "float32":
+        return
+    pix = getattr(fmt.module, "PIXEL_INPUT_PRECISIONS", ())
+    if not pix or not set(precisions) <= set(pix):
+        raise EdgedepthError(f"--input-dtype {input_dtype} is for LiteRT float files: use --target litert "
+                             f"--precision {','.join(pix or ('fp32',))}")
+
+
 def export(model, height: int, width: int, out_dir: str, *, target_name: str = "litert", precisions=("fp32", "int8"),
            rewrites="default", backends=None, verbose: bool = False, progress=None,
            stem: str | None = None, input_dtype: str = "float32") -> list[Exported]:
@@ -147,11 +158,8 @@ def export(model, height: int, width: int, out_dir: str, *, target_name: str = "
     (LiteRT only): files that take resized uint8 pixels, normalisation in the graph (``tflite.pixel_input``).
     """
     fmt = target(target_name)
-    extra = {}
-    if input_dtype != "float32":
-        if fmt.name != "tflite":
-            raise EdgedepthError(f"--input-dtype {input_dtype} is for LiteRT files (--target litert)")
-        extra["input_dtype"] = input_dtype
+    check_input_dtype(fmt, precisions, input_dtype)
+    extra = {"input_dtype": input_dtype} if input_dtype != "float32" else {}
     return fmt.module.export_model(model, height, width, out_dir, precisions=tuple(precisions), rewrites=rewrites,
                                    backends=backends, verbose=verbose, progress=progress, stem=stem or DEFAULT_STEM,
                                    **extra)

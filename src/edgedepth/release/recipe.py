@@ -103,7 +103,8 @@ def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
         model=_field(d, "model", str, where), sizes=tuple(_field(d, "sizes", list, where)), rewrites=rewrites,
         litert_precisions=precisions, executorch=et,
         parity_images=int(_field(_field(d, "parity", dict, where), "images", int, where)),
-        onnx_precisions=onnx_precisions, litert_pixel_input=pixel, parity_data=tuple(d.get("parity_data", [])), latency_data=tuple(d.get("latency_data", [])),
+        onnx_precisions=onnx_precisions, litert_pixel_input=pixel, parity_data=tuple(d.get("parity_data", [])),
+        latency_data=tuple(d.get("latency_data", [])),
         path=path, sha256=sha256)
     _check_sizes("sizes", r.sizes)
     return r

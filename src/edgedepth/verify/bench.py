@@ -33,11 +33,13 @@ def summarise(times_ms: list[float]) -> dict:
 
 
 def _input_for(runner, x):
-    """``x`` for the runner: a ``--input-dtype uint8`` file gets pixels made from it (timing only: x mapped back
-    towards 0..255); every other runner ``x`` itself."""
+    """``x`` for the runner: a ``--input-dtype uint8`` file gets the pixels ``x`` was made from; every other runner
+    ``x`` itself."""
+    from ..preprocess import denormalise
+
     if getattr(runner, "input_dtype", "float32") != "uint8" or x is None:
         return x
-    return np.clip(np.round(np.asarray(x, np.float32) * 58 + 118), 0, 255).astype(np.uint8)
+    return denormalise(x)
 
 
 def run_interleaved(variants: dict, x: np.ndarray, *, rounds: int = 6, warmup: int = 5, iters: int = 12,
