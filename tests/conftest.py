@@ -165,6 +165,17 @@ def _gpu_marker_needs_vulkan(request):
         require_vulkan()
 
 
+def assert_one_line_error(r, *fragments, code: int = 2):
+    """A user error as the CLI must report it: exit ``code`` (2), exactly one ``edgedepth: error:`` line holding every
+    fragment, no traceback and never "unexpected" (the CLI's word for its own bugs)."""
+    assert r.returncode == code, (r.returncode, r.stderr[-2000:])
+    lines = [l for l in r.stderr.strip().splitlines() if l.startswith("edgedepth: error:")]
+    assert len(lines) == 1, r.stderr
+    assert "Traceback" not in r.stderr and "unexpected" not in lines[0], r.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
 def run_cli(*args, timeout=900, env=None):
     """Run ``python -m edgedepth ARGS`` in a child, as a user would; returns CompletedProcess (text)."""
     return subprocess.run([sys.executable, "-m", "edgedepth", *map(str, args)], capture_output=True, text=True,

@@ -14,7 +14,7 @@ from edgedepth.family import CC_BY_NC, MEMBERS, SYNTHETIC, member_of_config, mem
 from edgedepth.formats import tflite
 from edgedepth.rewrites import prepare
 from edgedepth.runtimes.litert import LiteRTRunner
-from test_cli_errors import assert_one_line_error
+from conftest import assert_one_line_error
 from conftest import TINY_SIZE, assert_within_fp32_noise, float64_reference, rel_l2, run_cli, torch_fp32
 
 TINY_MEMBERS = ("synthetic-tiny-metric-indoor", "synthetic-tiny-metric-outdoor", "synthetic-tiny-large")

@@ -138,7 +138,7 @@ def test_predict_and_validate_feed_pixels_to_a_uint8_input_file(tmp_path, u8_exp
 
 
 def test_uint8_input_bad_combinations_are_one_line(tmp_path):
-    from test_cli_errors import assert_one_line_error
+    from conftest import assert_one_line_error
     from conftest import run_cli
 
     for extra, says in ((["--precision", "fp16,int8"], "LiteRT float files"),

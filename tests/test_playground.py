@@ -760,7 +760,7 @@ def test_screenshot_script_captures_compare_mode(tmp_path, ort_release, tiny_rel
     line and exit 2, with nothing written."""
     from PIL import Image
 
-    from test_cli_errors import assert_one_line_error
+    from conftest import assert_one_line_error
 
     out = tmp_path / "shot.png"
     r = subprocess.run([sys.executable, SCREENSHOT, ort_release["folder"], "-o", str(out)], capture_output=True,

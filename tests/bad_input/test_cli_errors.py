@@ -8,16 +8,7 @@ import pytest
 from PIL import Image
 
 from edgedepth.samples import sample_photo
-from conftest import run_cli
-
-
-def assert_one_line_error(r, *fragments):
-    assert r.returncode != 0
-    lines = [l for l in r.stderr.strip().splitlines() if l.startswith("edgedepth: error:")]
-    assert len(lines) == 1, r.stderr
-    assert "Traceback" not in r.stderr
-    for f in fragments:
-        assert f in lines[0], lines[0]
+from conftest import assert_one_line_error, run_cli
 
 
 @pytest.fixture()
