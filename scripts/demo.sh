@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job behind `make demo`: the release recipe on the synthetic full-size model (every size preset, FP32, FP16
-# weights and INT8, rewrites, GPU-delegation check, parity vs PyTorch) -> verify -> a depth PNG of a photo -> the
+# weights and INT8, rewrites, GPU-delegation check, parity vs PyTorch) -> verify -> goldens -> a depth PNG of a photo -> the
 # playground in compare mode (a screenshot) -> how to open it yourself.
 set -euo pipefail
 OUT=${1:-out}
@@ -12,6 +12,10 @@ $BIN/python recipes/depth-anything-v2-small.py --model synthetic --out "$REL"
 echo
 echo "== verify"
 $BIN/edgedepth verify "$REL"
+echo
+echo "== reproducible? every built file against its committed golden SHA-256 (tests/golden/release_sha256.json)"
+GOLDEN_STATUS=0
+$BIN/python tests/golden/record.py check "$REL" --json "$OUT/golden-check.json" || GOLDEN_STATUS=$?
 echo
 echo "== what is in it (from manifest.json)"
 $BIN/python - "$REL" <<'PY'
@@ -46,4 +50,8 @@ find "$OUT" -maxdepth 2 -type f | sort | sed 's/^/  /'
 echo
 if $BIN/edgedepth serve --help >/dev/null 2>&1; then
   echo "Open the playground:  $BIN/edgedepth serve $REL   (then http://127.0.0.1:8000/)"
+fi
+if [ "$GOLDEN_STATUS" != 0 ]; then
+  echo "make demo: some built files differ from their committed golden SHA-256s (listed above): not reproduced" >&2
+  exit "$GOLDEN_STATUS"
 fi

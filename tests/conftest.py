@@ -222,6 +222,30 @@ def full_plain_export(tmp_path_factory):
     return {"paths": paths, "ckpt": ckpt}
 
 
+# PyTorch's scalar kernels, oneDNN limited to SSE4.1, one thread: a different CPU for every float kernel we use.
+OTHER_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "OMP_NUM_THREADS": "1"}
+
+
+def export_in_child(out, size: str, *extra, env_extra: dict | None = None) -> None:
+    """``edgedepth export --model synthetic --size SIZE --out OUT EXTRA...`` in a child process (``env_extra``: e.g.
+    OTHER_KERNELS), as a user would run it; fails the test with the child's stderr."""
+    r = run_cli("export", "--model", "synthetic", "--size", size, "--out", out, "--quiet", *extra,
+                env={**os.environ, **(env_extra or {})})
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def full_release_518x686(tmp_path_factory):
+    """The full synthetic release's 518x686 LiteRT files (FP32, FP16 weights, INT8, and the uint8-input FP16-weight
+    WebGPU file), exported once per session *under other CPU kernels* (OTHER_KERNELS): test_reproducible checks them
+    against the golden SHA-256s, the full-size rewrite, GPU and playground tests use them.  {precision: path}."""
+    out = tmp_path_factory.mktemp("full_release_518x686")
+    export_in_child(out, "518x686", "--precision", "fp32,fp16,int8", env_extra=OTHER_KERNELS)
+    export_in_child(out, "518x686", "--precision", "fp16", "--input-dtype", "uint8", env_extra=OTHER_KERNELS)
+    stem = "depth_anything_v2_small_518x686_"
+    return {p: str(out / f"{stem}{p}.tflite") for p in ("fp32", "fp16", "int8", "fp16_u8in")}
+
+
 @pytest.fixture(scope="session")
 def full_reference():
     """The full-size synthetic model on a real photo at 518x686 (tests/vectors/rgb_160x120.png, the playground's full-

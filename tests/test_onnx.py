@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from conftest import THREADS, TINY_SIZE, assert_within_fp32_noise, float64_reference, rel_l2, run_cli, torch_fp32
-from test_reproducible import OTHER_KERNELS  # PyTorch scalar kernels, oneDNN SSE4.1, one thread
+from conftest import OTHER_KERNELS  # PyTorch scalar kernels, oneDNN SSE4.1, one thread
 from edgedepth import formats
 from edgedepth.cli import main
 from edgedepth.errors import EdgedepthError

@@ -992,21 +992,17 @@ def test_page_says_what_to_run_without_onnxruntime_web(tmp_path, ort_release, se
 # ---------------------------------------------------------------------------------------------------- full size
 
 @pytest.fixture(scope="module")
-def full_fp32_release(tmp_path_factory, full_reference):
-    """A fresh export of load_checkpoint('synthetic') at 518x686 (the model of conftest's full_reference)."""
-    from edgedepth.checkpoint import DepthModule
-    from edgedepth.formats import tflite as litert
-
-    work = str(tmp_path_factory.mktemp("pg_full_export"))
-    path = litert.export(DepthModule(full_reference["ckpt"].model), *FULL_SIZE, work, ("fp32",))["fp32"]
+def full_fp32_release(tmp_path_factory, full_release_518x686):
+    """The full synthetic release's 518x686 FP32 file (conftest's shared export) in a release folder of its own."""
     folder = str(tmp_path_factory.mktemp("pg_full"))
-    entries = _write_release(folder, {"fp32": path}, FULL_SIZE, gpu_check=False)
+    entries = _write_release(folder, {"fp32": full_release_518x686["fp32"]}, FULL_SIZE, gpu_check=False)
     return {"folder": folder, "entry": entries["fp32"], "path": os.path.join(folder, entries["fp32"]["path"])}
 
 
 @pytest.mark.slow
 def test_full_size_fp32_on_wasm(full_fp32_release, full_reference, serve_folder, open_page):
-    """The 99 MB FP32 file: streamed download, SHA-256, wasm inference, parity with PyTorch (float64 reference)."""
+    """The release's 99 MB FP32 file: streamed download, SHA-256, wasm inference, parity with the PyTorch model it
+    was exported from (float64 reference; the rewrites are exact up to float rounding)."""
     p = open_page(f"{serve_folder(full_fp32_release['folder'])}?backend=wasm")
     t = time.perf_counter()
     st = p.run_photo(os.path.join(VECTORS, "rgb_160x120.png"), timeout_s=300)

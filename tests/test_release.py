@@ -8,14 +8,13 @@ import shutil
 
 import pytest
 
-from conftest import run_cli
+from conftest import OTHER_KERNELS, run_cli
 
 RECIPE = "recipes/depth-anything-v2-small.py"
 ARGS = ["--model", "synthetic-tiny", "--sizes", "28x42", "--parity-images", "2", "--quiet"]
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "release_sha256.json")
 # The second build runs with PyTorch's scalar kernels, oneDNN limited to SSE4.1 and one thread: a different CPU as far
 # as every float kernel is concerned.  Its files must still be the same bytes.
-OTHER_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "OMP_NUM_THREADS": "1"}
 
 
 @pytest.fixture(scope="module")

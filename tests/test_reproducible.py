@@ -1,8 +1,9 @@
-"""Same bytes on any machine: the synthetic checkpoints, the rewrites' weight folds and a full-size export are checked
-against golden SHA-256s recorded on another machine, in this process and in a child with other CPU kernels.
+"""Same bytes on any machine: the synthetic checkpoints, the rewrites' weight folds and two size presets of the full
+synthetic release (518x686 under other CPU kernels; 224x224, every format it ships in) are checked against golden
+SHA-256s recorded on another machine.
 
 The tiny release (every file, manifest and card) is checked in tests/test_release.py.  Re-record goldens only when the
-bytes are meant to change: tests/golden/record.py.
+bytes are meant to change: ``python tests/golden/record.py all`` (``make demo`` checks its build against them).
 """
 
 import json
@@ -12,13 +13,13 @@ import sys
 
 import pytest
 
-from conftest import run_cli
+from conftest import OTHER_KERNELS, export_in_child
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GOLDEN = json.load(open(os.path.join(HERE, "golden", "release_sha256.json")))
-# PyTorch's scalar kernels, oneDNN limited to SSE4.1, one thread: a different CPU for every float kernel we use.
-OTHER_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "OMP_NUM_THREADS": "1"}
-FULL_FILES = tuple(f"depth_anything_v2_small_518x686_{p}.tflite" for p in ("fp32", "fp16", "int8", "fp16_u8in"))
+sys.path.insert(0, os.path.join(HERE, "golden"))
+import record  # noqa: E402  (tests/golden/record.py: the goldens' one reader and writer)
+
+GOLDEN = json.load(open(record.PATH))
 
 
 def _state_dicts_in_child(env_extra: dict) -> dict:
@@ -46,14 +47,47 @@ def test_other_kernels_really_are_other():
 
 
 @pytest.mark.slow
-def test_full_size_export_under_other_kernels_matches_golden(tmp_path):
+def test_full_size_export_under_other_kernels_matches_golden(full_release_518x686):
     """The 518x686 FP32, FP16-weight, INT8 and uint8-input FP16-weight (WebGPU) files of the full synthetic release,
-    rebuilt with other kernels, equal the golden."""
-    for extra in (["--precision", "fp32,fp16,int8"], ["--precision", "fp16", "--input-dtype", "uint8"]):
-        r = run_cli("export", "--model", "synthetic", "--size", "518x686", "--out", tmp_path, "--quiet", *extra,
-                    env={**os.environ, **OTHER_KERNELS})
-        assert r.returncode == 0, r.stderr[-3000:]
+    rebuilt with other kernels (conftest's shared export), equal the golden."""
     from edgedepth.fsutil import sha256_file
 
-    golden = GOLDEN["synthetic release"]["sha256"]
-    assert {n: sha256_file(str(tmp_path / n)) for n in FULL_FILES} == {n: golden[n] for n in FULL_FILES}
+    golden = GOLDEN[record.FULL_SECTION]["sha256"]
+    got = {os.path.basename(p): sha256_file(p) for p in full_release_518x686.values()}
+    assert got == {n: golden[n] for n in got}
+
+
+@pytest.mark.slow
+def test_224x224_preset_every_format_matches_golden(tmp_path):
+    """Another size preset of the full synthetic release, every format the recipe ships at it (LiteRT FP32, FP16
+    weights, INT8; ExecuTorch XNNPACK and WebGPU), rebuilt on this machine's kernels, equals the golden: a pipeline
+    change that alters the other sizes' files fails here, not only at 518x686."""
+    export_in_child(tmp_path, "224x224", "--precision", "fp32,fp16,int8")
+    export_in_child(tmp_path, "224x224", "--target", "executorch", "--et-backend", "xnnpack,webgpu", "--precision",
+                    "fp32")
+    golden = {n: h for n, h in GOLDEN[record.FULL_SECTION]["sha256"].items() if "_224x224_" in n}
+    assert len(golden) == 5, sorted(golden)
+    assert record.compare(tmp_path, golden) == {"match": sorted(golden), "differ": [], "no_golden": [], "missing": []}
+
+
+def test_golden_check_names_every_kind_of_difference(tmp_path):
+    """``record.py check`` (what make demo runs) tells matching, differing, unrecorded and missing files apart."""
+    (tmp_path / "a.bin").write_bytes(b"a")
+    (tmp_path / "b.bin").write_bytes(b"b")
+    (tmp_path / "c.bin").write_bytes(b"c")
+    (tmp_path / "build-report.json").write_text("{}")       # machine-dependent: never recorded nor compared
+    golden = {"a.bin": record.hashes(tmp_path)["a.bin"], "b.bin": "0" * 64, "gone.bin": "1" * 64}
+    assert record.compare(tmp_path, golden) == {"match": ["a.bin"], "differ": ["b.bin"], "no_golden": ["c.bin"],
+                                                "missing": ["gone.bin"]}
+
+
+def test_every_file_of_the_synthetic_release_has_a_golden():
+    """Goldens for every file the recipe builds: all sizes, FP16, the WebGPU file, ExecuTorch, ONNX, card, licence."""
+    golden = GOLDEN[record.FULL_SECTION]["sha256"]
+    sizes = ["518x686", "686x518", "518x518", "392x518", "252x252", "224x224"]
+    stem = "depth_anything_v2_small_"
+    want = {f"{stem}{s}_{p}.tflite" for s in sizes for p in ("fp32", "fp16", "int8")}
+    want |= {f"{stem}518x686_fp16_u8in.tflite", f"{stem}224x224_xnnpack_fp32.pte", f"{stem}224x224_webgpu_fp32.pte",
+             "onnx/model.onnx", "onnx/model_fp16.onnx", "onnx/model_quantized.onnx", "manifest.json", "README.md",
+             "LICENSE", "NOTICE"}
+    assert set(golden) == want

@@ -270,19 +270,15 @@ def test_tiny_gpu_fp32_and_int8(x_tiny, ref_tiny, tiny_tflite, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.gpu
-def test_full_size_518x686(tmp_path, full_reference):
-    h, w = 518, 686
+def test_full_size_518x686(full_release_518x686, full_reference):
+    """The release's 518x686 FP32 file (every default rewrite; conftest's shared export): 457 ops, LiteRT CPU parity
+    with the original model, and FP32 and INT8 fully delegated to the GPU."""
     ref = full_reference
-    x = ref["x"]
-    opt, _ = apply_rewrites(ref["ckpt"].model, h, w)
-    path = tmp_path / "full_rw.tflite"
-    litert.convert_fp32(DepthModule(opt), h, w, str(path))
+    path = full_release_518x686["fp32"]
     hist = _check_graph(path)
     assert sum(hist.values()) == 457, dict(hist)   # plain: 748; 397 + rank4_attention's 5 RESHAPEs per layer
     for threads in THREADS:
-        assert_within_fp32_noise(LiteRTRunner(str(path), threads=threads).run(x), ref["fp64"], ref["fp32"],
+        assert_within_fp32_noise(LiteRTRunner(path, threads=threads).run(ref["x"]), ref["fp64"], ref["fp32"],
                                  what=f"full size, LiteRT CPU {threads} thread(s)")
     _gpu(path)
-    int8 = tmp_path / "full_rw_int8.tflite"
-    litert.quantize_int8(str(path), str(int8))
-    _gpu(int8)
+    _gpu(full_release_518x686["int8"])
