@@ -86,8 +86,8 @@ def _isa() -> list[str]:
 
 
 def check(folder, json_path=None) -> int:
-    """Print how a synthetic full-size release compares with the goldens (``json_path``: also as a JSON record);
-    0 when every file matches."""
+    """Print how a synthetic full-size release compares with the goldens (``json_path``: also append the result to
+    that JSON history); 0 when every file matches."""
     data = json.load(open(PATH))
     res = compare(folder, data[FULL_SECTION]["sha256"])
     total = len(res["match"]) + len(res["differ"]) + len(res["no_golden"])
@@ -99,14 +99,26 @@ def check(folder, json_path=None) -> int:
             print(f"  {n}: {says}")
     ok = bool(total) and len(res["match"]) == total and not res["missing"]
     if json_path:
-        import datetime
-
-        rec = {"kind": "edgedepth.golden_check", "date": datetime.date.today().isoformat(), "cpu": _cpu(),
-               "cpu_isa": _isa(), "golden_recorded_on": data[FULL_SECTION].get("recorded_on"),
-               "files": total, "matching": len(res["match"]), "all_match": ok,
-               **{k: res[k] for k in ("differ", "no_golden", "missing")}}
-        _write_json(json_path, rec)
+        _append_run(json_path, {"date": _today(), "cpu": _cpu(), "cpu_isa": _isa(), "files": total,
+                                "goldens": f"recorded on {data[FULL_SECTION].get('recorded_on')}",
+                                "matching": len(res["match"]), **{k: res[k] for k in ("differ", "no_golden", "missing")}})
     return 0 if ok else 1
+
+
+def _today() -> str:
+    import datetime
+
+    return datetime.date.today().isoformat()
+
+
+def _append_run(path, run: dict) -> None:
+    """Add one check to the JSON history at ``path`` (benchmarks/results/release_golden_check.json keeps them all)."""
+    hist = json.load(open(path)) if os.path.isfile(path) else {
+        "kind": "edgedepth.golden_check_history",
+        "what": "the synthetic full-size release (recipes/depth-anything-v2-small.py --model synthetic, every file but "
+                "build-report.json) against tests/golden/release_sha256.json", "runs": []}
+    hist["runs"].append(run)
+    _write_json(path, hist)
 
 
 def _write_json(path, data) -> None:
