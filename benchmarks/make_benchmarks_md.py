@@ -198,6 +198,15 @@ def section_reproducibility(L):
         L.append(f"| {run['date']} | {run['cpu']} | {', '.join(run['cpu_isa'])} | {run['torch']} | "
                  f"{'; '.join(run['torch_cpu_capability'])} | {'yes' if run['matches_golden'] else '**no**'} |")
     L += ["", f"Not yet checked across CPUs: {r['not_checked_across_cpus']}.", ""]
+    g = load("release_golden_check.json")
+    if g:
+        L += ["### Every file of the synthetic release against its golden", "",
+              f"What is compared: {g['what']} (`tests/golden/record.py check`; `make demo` runs it).", "",
+              "| date | CPU | goldens | files matching | differ | no golden |", "|---|---|---|---|---|---|"]
+        for run in g["runs"]:
+            L.append(f"| {run['date']} | {run['cpu']} ({', '.join(run['cpu_isa'])}) | {run['goldens']} | "
+                     f"{run['matching']} of {run['files']} | {len(run['differ'])} | {len(run['no_golden'])} |")
+        L += [""] + [f"{run['date']}: {run['finding']}" for run in g["runs"] if run.get("finding")] + [""]
 
 
 def section_h200(L):
