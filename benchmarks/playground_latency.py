@@ -271,11 +271,13 @@ class BrowserVariant(Variant):
         self.page.on("request", lambda r: self.requests.append(r.url))
         self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
         self.page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
+        from edgedepth.serve import wait_in_page
+
         self.page.goto(f"{base}?runtime={mode}&backend={backend}&artifact={entry['path']}")
-        self.page.wait_for_function("window.edgedepth && edgedepth.state !== 'starting'", timeout=120_000)
+        wait_in_page(self.page, "window.edgedepth && edgedepth.state !== 'starting'", 120)
         t = time.perf_counter()
         self.page.set_input_files("#file", photo)
-        self.page.wait_for_function("edgedepth.runs >= 1 || edgedepth.state === 'error'", timeout=timeout_s * 1000)
+        wait_in_page(self.page, "edgedepth.runs >= 1 || edgedepth.state === 'error'", timeout_s)
         st = self.page.evaluate("""() => { const E = edgedepth; return {state: E.state, errors: E.errors,
             backend: E.backend, backendReason: E.backendReason, adapter: E.adapter, adapterIsFallback: E.adapterIsFallback,
             runtime: E.runtime, lastLatencyMs: E.lastLatencyMs, ort: E.ort}; }""")

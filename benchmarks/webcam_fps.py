@@ -65,7 +65,7 @@ def main(argv=None) -> int:
 
     from edgedepth.fsutil import write_bytes_atomic
     from edgedepth.release import manifest as mf
-    from edgedepth.serve import CHROMIUM, chromium_args, make_server, start_in_thread, url_of
+    from edgedepth.serve import CHROMIUM, chromium_args, make_server, start_in_thread, url_of, wait_in_page
     from edgedepth.verify.bench import environment
 
     m = mf.load(a.folder)
@@ -83,21 +83,19 @@ def main(argv=None) -> int:
                 page = v["page"] = v["context"].new_page()
                 q = f"?runtime={v['runtime']}&backend=wasm&artifact={v['entry']['path']}"
                 page.goto(base + q + (f"&smooth={v['smooth']}" if v["smooth"] else ""))
-                page.wait_for_function("window.edgedepth && edgedepth.state !== 'starting'", timeout=120_000)
+                wait_in_page(page, "window.edgedepth && edgedepth.state !== 'starting'", 120)
                 page.evaluate("edgedepth.load()")
-                page.wait_for_function("edgedepth.state === 'ready' || edgedepth.state === 'error'",
-                                       timeout=per_frame_s * 1000)
+                wait_in_page(page, "edgedepth.state === 'ready' || edgedepth.state === 'error'", per_frame_s)
                 v.update(frames_ms=[], model_ms=[], preprocess_ms=[], fps_per_round=[])
             for r in range(a.rounds):
                 for v in variants[r % len(variants):] + variants[:r % len(variants)]:
                     page = v["page"]
                     page.bring_to_front()     # a background page's requestAnimationFrame is throttled
                     page.evaluate("document.getElementById('webcam').click()")
-                    page.wait_for_function(f"(edgedepth.video && edgedepth.video.frames >= {a.warmup + a.frames}) "
-                                           "|| edgedepth.errors.length", timeout=per_frame_s * 1000)
+                    wait_in_page(page, f"(edgedepth.video && edgedepth.video.frames >= {a.warmup + a.frames}) "
+                                 "|| edgedepth.errors.length", per_frame_s)
                     page.evaluate("document.getElementById('webcam').click()")
-                    page.wait_for_function("edgedepth.webcam === 'stopped' && edgedepth.state === 'ready'",
-                                           timeout=120_000)
+                    wait_in_page(page, "edgedepth.webcam === 'stopped' && edgedepth.state === 'ready'", 120)
                     got = page.evaluate("""(n) => { const v = edgedepth.video; const k = v.frameTimes.length;
                         return {errors: edgedepth.errors, t: v.frameTimes.slice(k - n), pre: v.preprocessMs.slice(k - n),
                                 model: edgedepth.latencies.slice(-n), backend: v.backend,

@@ -32,7 +32,7 @@ def capture(folder: str, out_png: str, photo: str, timeout_s: float = 600) -> di
     from edgedepth.errors import EdgedepthError
     from edgedepth.fsutil import write_bytes_atomic
     from edgedepth.release import manifest as mf
-    from edgedepth.serve import CHROMIUM, chromium_args, make_server, start_in_thread, url_of
+    from edgedepth.serve import CHROMIUM, chromium_args, make_server, start_in_thread, url_of, wait_in_page
 
     manifest = mf.load(folder)
     srv = make_server(folder, port=0)     # checks the folder, LiteRT.js and ORT-web are installed
@@ -43,12 +43,12 @@ def capture(folder: str, out_png: str, photo: str, timeout_s: float = 600) -> di
             try:
                 page = browser.new_page(viewport=VIEWPORT)
                 page.goto(f"{url_of(srv)}?runtime=compare")
-                page.wait_for_function("window.edgedepth && edgedepth.state !== 'starting'", timeout=60_000)
+                wait_in_page(page, "window.edgedepth && edgedepth.state !== 'starting'", 60)
                 if page.evaluate("edgedepth.mode") != "compare":
                     raise EdgedepthError(f"{folder}: the page cannot run compare mode (it needs a .tflite and an "
                                          f".onnx in manifest.json): {page.inner_text('#messages').strip()}")
                 page.set_input_files("#file", photo)
-                page.wait_for_function("edgedepth.compare || edgedepth.errors.length", timeout=timeout_s * 1000)
+                wait_in_page(page, "edgedepth.compare || edgedepth.errors.length", timeout_s)
                 E = page.evaluate("""() => { const E = edgedepth; return {errors: E.errors, mode: E.mode,
                     artifact: E.artifact, backend: E.backend, backendReason: E.backendReason, adapter: E.adapter,
                     runtime: E.runtime, compare: E.compare, ort: E.ort && {artifact: E.ort.artifact,
@@ -58,7 +58,7 @@ def capture(folder: str, out_png: str, photo: str, timeout_s: float = 600) -> di
                 depth = page.locator("#depth")
                 box = depth.bounding_box()
                 depth.hover(position={"x": box["width"] * 0.5, "y": box["height"] * 0.4})   # the depth-at readout
-                page.wait_for_function("edgedepth.depthAt !== null", timeout=10_000)
+                wait_in_page(page, "edgedepth.depthAt !== null", 10)
                 png = page.screenshot(full_page=True)
                 chromium = browser.version
             finally:

@@ -25,7 +25,7 @@ import time
 import numpy as np
 import pytest
 
-from edgedepth.serve import CHROMIUM, chromium_args
+from edgedepth.serve import CHROMIUM, chromium_args, wait_in_page
 
 from conftest import (FP32_NOISE_FACTOR, FULL_SIZE, TINY_SIZE, assert_within_fp32_noise, float64_reference, rel_l2,
                       torch_fp32, vulkan_problem)
@@ -216,7 +216,7 @@ class Page:
 
     def wait(self, expr: str, timeout_s: float = 120) -> None:
         try:
-            self.page.wait_for_function(expr, timeout=timeout_s * 1000)
+            wait_in_page(self.page, expr, timeout_s)   # not wait_for_function: the page's CSP forbids its eval
         except Exception as e:
             raise AssertionError(f"timed out waiting for {expr!r}: {e}\nstate: {self.state()}\nconsole (last 25):\n"
                                  + "\n".join(self.console[-25:])) from None

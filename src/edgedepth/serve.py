@@ -7,28 +7,38 @@ Serves these from one origin (standard library ``http.server``, no web framework
                              never a CDN);
 - ``/vendor/onnxruntime-web/dist/*.{mjs,wasm}``  ONNX Runtime Web, installed the same way (only its ES modules and
                              wasm binaries; optional: without it the page says what to run when ORT-web is chosen);
-- ``/release/...``           ``manifest.json`` and the files it lists — nothing else in the folder.
+- ``/release/...``           ``manifest.json`` and the files it lists of model/data types (``RELEASE_TYPES``: .tflite,
+                             .onnx, .pte, .json, .txt, .md, LICENSE, ...; never .html/.svg/.js), each a regular file
+                             reached without a symlink (:func:`edgedepth.release.manifest.open_listed`) — nothing else.
 
 Every response carries ``Cross-Origin-Opener-Policy: same-origin`` and ``Cross-Origin-Embedder-Policy: require-corp``
-(the page is cross-origin isolated, so LiteRT.js and ORT-web can use SharedArrayBuffer and threaded wasm) and
-``Cache-Control: no-cache``; the page keeps verified model files in Cache Storage itself.
+(the page is cross-origin isolated, so LiteRT.js and ORT-web can use SharedArrayBuffer and threaded wasm),
+``Cache-Control: no-cache`` and a Content-Security-Policy (:func:`content_security_policy`: same-origin scripts, wasm,
+workers and fetches only); the page keeps verified model files in Cache Storage itself.
+
+Hostile requests: a path that is not printable UTF-8 after percent-decoding gets 400; a Host header that is not a
+loopback name or address gets 421 (DNS rebinding); any failure while answering is one log line and a 500, never a
+traceback; a connection idle for ``timeout`` seconds (default :data:`IDLE_TIMEOUT_S`) is closed.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import errno
+import hashlib
 import ipaddress
-import json
 import os
 import posixpath
+import re
 import shutil
 import socket
 import sys
 import threading
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from .errors import EdgedepthError
 
@@ -41,6 +51,7 @@ ORT_PREFIX = "/vendor/onnxruntime-web/dist/"        # web/node_modules/onnxrunti
 ORT_SUFFIXES = (".mjs", ".wasm")
 RELEASE_PREFIX = "/release/"
 RUNNABLE = ("tflite", "onnx")                     # manifest formats: LiteRT.js runs .tflite, ONNX Runtime Web .onnx
+IDLE_TIMEOUT_S = 30.0                             # a connection that sends nothing for this long is closed
 
 MIME = {
     ".html": "text/html; charset=utf-8",
@@ -58,6 +69,14 @@ MIME = {
     ".md": "text/markdown; charset=utf-8",
     ".txt": "text/plain; charset=utf-8",
 }
+# What /release/ serves of the files a manifest lists (by extension; LICENSE/NOTICE by name): models and data, never
+# a type a browser would run as a page or script on the playground's origin (.html, .svg, .js, ...).
+RELEASE_TYPES = {
+    ".tflite": "application/octet-stream", ".onnx": "application/octet-stream", ".pte": "application/octet-stream",
+    ".onnx_data": "application/octet-stream", ".data": "application/octet-stream", ".json": "application/json",
+    ".txt": "text/plain; charset=utf-8", ".md": "text/markdown; charset=utf-8",
+}
+RELEASE_TEXT_NAMES = ("LICENSE", "NOTICE")
 SECURITY_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Embedder-Policy": "require-corp",
@@ -82,6 +101,28 @@ def chromium_args(*, webgpu: bool = False, fake_camera: bool = False) -> list[st
     if fake_camera:
         args += ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
     return args
+
+
+def wait_in_page(page, expression: str, timeout_s: float, poll_s: float = 0.05) -> None:
+    """Wait until the JavaScript ``expression`` is truthy in a Playwright ``page``; TimeoutError after ``timeout_s``.
+
+    Use this, not ``page.wait_for_function``: that one evaluates the expression with an in-page ``eval``, which the
+    playground's Content-Security-Policy (no ``'unsafe-eval'``) refuses; ``page.evaluate`` runs through the DevTools
+    protocol, which the policy does not restrict."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    check = f"() => {{ try {{ return !!({expression}); }} catch (e) {{ return false; }} }}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if page.evaluate(check):
+                return
+        except PlaywrightError:      # a navigation replaced the page's context: try again
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {expression!r} in the page")
+        time.sleep(poll_s)
 
 
 def web_dir() -> str:
@@ -118,15 +159,17 @@ def _check_release(folder: str) -> dict:
         raise EdgedepthError(f"release folder {folder!r} does not exist")
     if not os.path.isdir(folder):
         raise EdgedepthError(f"{folder!r} is not a folder (give the release folder that holds {MANIFEST})")
-    m = mf.load(folder)  # one-line errors: no manifest, invalid JSON, not an edgedepth manifest
+    m = mf.load(folder)  # one-line errors: no manifest, not UTF-8 / JSON, not a well-formed edgedepth manifest
     models = [f for f in m["files"] if f.get("format") in RUNNABLE]    # what the page runs (the manifest says)
     if not models:
         raise EdgedepthError(f"{os.path.join(folder, MANIFEST)!r} lists no .tflite or .onnx file: nothing for the "
                              "playground")
-    missing = [f["path"] for f in models if not os.path.isfile(os.path.join(folder, f["path"]))]
-    if missing:
-        raise EdgedepthError(f"release folder {folder!r} is incomplete: {missing[0]} is listed in {MANIFEST} but missing "
-                             "(run `edgedepth verify`)")
+    for f in models:
+        fh, problem = mf.open_listed(folder, f["path"])      # inside the folder, a regular file, no symlink
+        if fh is None:
+            raise EdgedepthError(f"release folder {folder!r} is incomplete or unsafe: {problem} "
+                                 "(run `edgedepth verify`)")
+        fh.close()
     return m
 
 
@@ -140,6 +183,70 @@ def _check_host(host: str) -> None:
     if not ok:
         raise EdgedepthError(f"--host {host!r}: the playground serves on loopback addresses only "
                              "(127.0.0.1, ::1 or localhost)")
+
+
+def _host_allowed(value: str) -> bool:
+    """Host header names a loopback address or ``localhost`` (any port): another name is DNS rebinding."""
+    host = value.strip().lower()
+    if host.startswith("["):
+        name, sep, port = host[1:].partition("]")
+        if not sep or (port and not re.fullmatch(r":\d{1,5}", port)):
+            return False
+    else:
+        name, _, port = host.partition(":")
+        if port and not port.isdigit():
+            return False
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _decode_path(raw: str) -> str | None:
+    """The request target's path as text, or None (-> 400): bad percent-escapes, not UTF-8, control characters."""
+    try:
+        path = urlsplit(raw).path
+    except ValueError:         # "http://[::1" and the like
+        return None
+    if re.search(r"%(?![0-9A-Fa-f]{2})", path) or not all("!" <= c <= "~" for c in path):
+        return None
+    try:
+        text = unquote_to_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if text.isprintable() else None
+
+
+_INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc\s*=)[^>]*>(.*?)</script\s*>", re.S | re.I)
+_csp_cache: dict[tuple, str] = {}
+
+
+def content_security_policy(web: str) -> str:
+    """The page's CSP: scripts, wasm, workers, fetches, styles from this origin only; the page's inline scripts (the
+    import map, the start-up error handler) by SHA-256, read from web/index.html.  LiteRT.js and ORT-web need
+    ``'wasm-unsafe-eval'`` (compile wasm) and workers (threaded wasm; Emscripten may start them from blob: URLs)."""
+    page = os.path.join(web, "index.html")
+    try:
+        st = os.stat(page)
+        key = (page, st.st_mtime_ns, st.st_size)
+        hashes = _csp_cache.get(key)
+        if hashes is None:
+            with open(page, encoding="utf-8") as f:
+                scripts = _INLINE_SCRIPT.findall(f.read())
+            hashes = " ".join(
+                "'sha256-" + base64.b64encode(hashlib.sha256(t.encode()).digest()).decode() + "'" for t in scripts)
+            _csp_cache.clear()      # one page: keep only its current version (threads may race here: harmless)
+            _csp_cache[key] = hashes
+    except (OSError, ValueError):
+        hashes = ""
+    return ("default-src 'none'; "
+            f"script-src 'self' 'wasm-unsafe-eval' {hashes}; ".replace(" ;", ";") +
+            "worker-src 'self' blob:; connect-src 'self'; img-src 'self' blob: data:; "
+            "media-src 'self' blob: mediastream:; "
+            "style-src 'self'; font-src 'self'; manifest-src 'self'; object-src 'none'; base-uri 'none'; "
+            "form-action 'none'; frame-ancestors 'none'")
 
 
 def _safe_join(root: str, rel: str) -> str | None:
@@ -161,49 +268,81 @@ class PlaygroundHandler(BaseHTTPRequestHandler):
     web = ""        # set on the subclass made by make_server
     release = ""
     quiet = True
+    timeout = IDLE_TIMEOUT_S    # socket timeout (StreamRequestHandler): an idle or stalled connection is closed
 
-    def resolve(self, url_path: str) -> str | None:
-        path = unquote(url_path)
+    def resolve(self, path: str) -> tuple[str, str] | None:
+        """(file path, Content-Type) of a page/runtime file for the decoded URL path, or None."""
         if path == "/":
             path = "/index.html"
-        if path.startswith(RELEASE_PREFIX):
-            rel = path[len(RELEASE_PREFIX):]
-            if rel != MANIFEST and rel not in self._listed():
-                return None
-            return _safe_join(self.release, rel)
         if path.startswith(ORT_PREFIX):
             name = path[len(ORT_PREFIX):]
             if "/" in name or not name.endswith(ORT_SUFFIXES):
                 return None
-            return _safe_join(os.path.join(self.web, "node_modules", "onnxruntime-web", "dist"), name)
-        if path.startswith(VENDOR_PREFIX):
+            found = _safe_join(os.path.join(self.web, "node_modules", "onnxruntime-web", "dist"), name)
+        elif path.startswith(VENDOR_PREFIX):
             pkg, _, rest = path[len(VENDOR_PREFIX):].partition("/")
             if pkg not in LITERT_PACKAGES or not (rest.startswith(("dist/", "wasm/")) or rest == "package.json"):
                 return None
-            return _safe_join(os.path.join(self.web, "node_modules", "@litertjs", pkg), rest)
-        rel = path.lstrip("/")
-        if rel.startswith("node_modules/") or rel in ("package.json", "package-lock.json"):
-            return None
-        return _safe_join(self.web, rel)
+            found = _safe_join(os.path.join(self.web, "node_modules", "@litertjs", pkg), rest)
+        else:
+            rel = path.lstrip("/")
+            if rel.startswith("node_modules/") or rel in ("package.json", "package-lock.json"):
+                return None
+            found = _safe_join(self.web, rel)
+        return (found, MIME.get(os.path.splitext(found)[1].lower(), "application/octet-stream")) if found else None
 
-    def _listed(self) -> set[str]:
+    def open_release_file(self, rel: str):
+        """(open file, Content-Type) of ``manifest.json`` or a listed file of an allowed type, or None."""
+        from .release import manifest as mf
+
+        name = rel.rsplit("/", 1)[-1]
+        ctype = "text/plain; charset=utf-8" if name in RELEASE_TEXT_NAMES else \
+            RELEASE_TYPES.get(os.path.splitext(name)[1].lower())
+        if ctype is None or mf.path_problem(rel):
+            return None
+        if rel != MANIFEST:
+            try:
+                listed = {f["path"] for f in mf.load(self.release)["files"]}
+            except EdgedepthError:
+                return None
+            if rel not in listed:
+                return None
+        fh, _problem = mf.open_listed(self.release, rel)
+        return (fh, ctype) if fh else None
+
+    def _open(self, path: str):
+        if path.startswith(RELEASE_PREFIX):
+            return self.open_release_file(path[len(RELEASE_PREFIX):])
+        found = self.resolve(path)
+        if found is None:
+            return None
         try:
-            with open(os.path.join(self.release, MANIFEST), encoding="utf-8") as f:
-                return {str(e.get("path")) for e in json.load(f).get("files", [])}
-        except (OSError, ValueError, AttributeError):
-            return set()
+            return open(found[0], "rb"), found[1]
+        except OSError:
+            return None
+
+    def _refusal(self) -> tuple[HTTPStatus, str] | None:
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) > 1 or (not hosts and self.request_version != "HTTP/1.0"):
+            return HTTPStatus.BAD_REQUEST, "one Host header expected"
+        if hosts and not _host_allowed(hosts[0]):
+            return HTTPStatus.MISDIRECTED_REQUEST, "this server answers to loopback host names only"
+        return None
 
     def _send(self, head_only: bool) -> None:
-        path = self.resolve(urlsplit(self.path).path)
+        refusal = self._refusal()
+        if refusal:
+            self.send_error(*refusal)
+            return
+        path = _decode_path(self.path)
         if path is None:
+            self.send_error(HTTPStatus.BAD_REQUEST, "undecodable path")
+            return
+        opened = self._open(path)
+        if opened is None:
             self.send_error(HTTPStatus.NOT_FOUND, "not found")
             return
-        ctype = MIME.get(os.path.splitext(path)[1].lower(), "application/octet-stream")
-        try:
-            f = open(path, "rb")
-        except OSError:
-            self.send_error(HTTPStatus.NOT_FOUND, "not found")
-            return
+        f, ctype = opened
         with f:
             size = os.fstat(f.fileno()).st_size
             self.send_response(HTTPStatus.OK)
@@ -213,28 +352,63 @@ class PlaygroundHandler(BaseHTTPRequestHandler):
             if not head_only:
                 try:
                     shutil.copyfileobj(f, self.wfile, 1 << 20)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the page cancelled the download
+                except OSError:       # the page cancelled the download, or the client stopped reading (timeout)
+                    self.close_connection = True
+
+    def _answer(self, head_only: bool) -> None:
+        """:meth:`_send`; any failure is one log line and a 500 (when nothing was sent yet), never a traceback."""
+        self._sent = False
+        try:
+            self._send(head_only)
+        except Exception as e:  # noqa: BLE001 (a hostile request must not print a traceback or kill the thread)
+            self.close_connection = True
+            self._log(f"error answering {self.path!r}: {type(e).__name__}: {e}")
+            if not self._sent:
+                try:
+                    self.send_error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error")
+                except OSError:
+                    pass
+
+    _sent = False    # whether a status line went out for the current request
+
+    def send_response(self, code, message=None) -> None:
+        super().send_response(code, message)
+        self._sent = True
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-        self._send(head_only=False)
+        self._answer(head_only=False)
 
     def do_HEAD(self) -> None:  # noqa: N802
-        self._send(head_only=True)
+        self._answer(head_only=True)
 
     def end_headers(self) -> None:
         for k, v in SECURITY_HEADERS.items():
             self.send_header(k, v)
+        self.send_header("Content-Security-Policy", content_security_policy(self.web))
         super().end_headers()
+
+    def _log(self, text: str) -> None:
+        """One line on stderr, control characters escaped (a request line cannot write to the terminal)."""
+        from .release.manifest import escape
+
+        sys.stderr.write(f"{self.address_string()} {escape(text)}\n")
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 (signature of the base class)
         if not self.quiet:
-            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+            self._log(format % args)
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True    # SO_REUSEADDR: restart right after a stop; a port in LISTEN use still fails
+
+    def handle_error(self, request, client_address) -> None:
+        """Anything that escaped the handler: one line on stderr, no traceback (socketserver prints one)."""
+        e = sys.exc_info()[1]
+        from .release.manifest import escape
+
+        sys.stderr.write(f"edgedepth serve: error on a connection from {client_address[0]}: "
+                         f"{type(e).__name__}: {escape(str(e))}\n")
 
 
 class _Server6(_Server):
@@ -242,15 +416,19 @@ class _Server6(_Server):
 
 
 def make_server(folder: str, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, *, web: str | None = None,
-                quiet: bool = True) -> ThreadingHTTPServer:
-    """Check everything, bind, and return the server (not yet serving). ``port=0`` picks a free port."""
+                quiet: bool = True, timeout: float = IDLE_TIMEOUT_S) -> ThreadingHTTPServer:
+    """Check everything, bind, and return the server (not yet serving). ``port=0`` picks a free port; a connection
+    idle for ``timeout`` seconds is closed."""
     _check_host(host)
     _check_release(folder)
     web = os.path.abspath(web or web_dir())
     _check_web(web)
     if not 0 <= int(port) <= 65535:
         raise EdgedepthError(f"--port {port}: expected 0..65535")
-    handler = type("Handler", (PlaygroundHandler,), {"web": web, "release": os.path.abspath(folder), "quiet": quiet})
+    if not timeout > 0:
+        raise EdgedepthError(f"timeout {timeout}: expected a positive number of seconds", option="timeout")
+    handler = type("Handler", (PlaygroundHandler,), {"web": web, "release": os.path.abspath(folder), "quiet": quiet,
+                                                     "timeout": float(timeout)})
     cls = _Server6 if ":" in host else _Server
     try:
         return cls((host, int(port)), handler)

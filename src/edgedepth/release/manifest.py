@@ -1,17 +1,26 @@
 """``manifest.json``: what a runtime or browser checks before using a release folder's files.
 
 Deterministic: keys sorted, files sorted by path, no timestamps — two builds of the same recipe give the same bytes.
-``verify`` re-hashes every file against it and names each changed, missing, extra or truncated file.
+``verify`` re-hashes every file against it and names each changed, missing, extra or truncated file.  It stays
+inside the folder: :func:`load` schema-checks the whole manifest first (relative, normalised paths only), listed files
+are opened without following any symlink, and symlinks or special files anywhere in the folder are reported, never
+followed or hashed.  Paths are printed escaped (:func:`escape`).  ``predict``/``validate``/``bench`` and ``serve`` use
+the same reader and checks.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import posixpath
+import re
+import stat
+from typing import BinaryIO
 
 from ..errors import EdgedepthError
 from ..family import MEMBERS, Member, member_of_file_name
-from ..fsutil import sha256_file, write_bytes_atomic  # noqa: F401  (sha256_file is part of this API)
+from ..fsutil import sha256_file, write_bytes_atomic
 from ..preprocess import MEAN, STD
 
 SCHEMA_VERSION = 1
@@ -59,44 +68,195 @@ def write(folder: str, manifest: dict) -> str:
     return path
 
 
-def load(folder: str) -> dict:
+MAX_MANIFEST_BYTES = 64 << 20     # far above any real manifest; a bigger file is not read into memory
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def escape(text: str) -> str:
+    """``text`` safe for a terminal: non-printable characters (control, bidi, undecodable bytes) as \\xNN escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def _read_manifest(folder: str) -> object:
+    """manifest.json of ``folder`` parsed (a regular file, UTF-8 JSON), else one EdgedepthError line."""
     path = os.path.join(folder, MANIFEST)
-    if not os.path.isfile(path):
-        raise EdgedepthError(f"{folder!r} has no {MANIFEST}")
     try:
-        m = json.load(open(path))
+        st = os.lstat(path)
+    except OSError:
+        raise EdgedepthError(f"{folder!r} has no {MANIFEST}") from None
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        raise EdgedepthError(f"{path!r} is {'a symlink' if stat.S_ISLNK(st.st_mode) else 'not a regular file'}: "
+                             "a manifest must be a regular file in the release folder")
+    if st.st_size > MAX_MANIFEST_BYTES:
+        raise EdgedepthError(f"{path!r} is too large for a manifest ({st.st_size} bytes)")
+    try:
+        with open(path, "rb") as f:
+            text = f.read(MAX_MANIFEST_BYTES + 1).decode("utf-8")
+    except UnicodeDecodeError as e:
+        bad = e.object[e.start]
+        raise EdgedepthError(f"{path!r} is not UTF-8 text (byte 0x{bad:02x} at offset {e.start})") from None
+    except OSError as e:
+        raise EdgedepthError(f"cannot read {path!r}: {e.strerror or e}") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
-        raise EdgedepthError(f"{path!r} is not valid JSON: {e.msg} at line {e.lineno}") from None
-    if m.get("schema_version") != SCHEMA_VERSION or not isinstance(m.get("files"), list):
-        raise EdgedepthError(f"{path!r} is not an edgedepth manifest (schema_version {SCHEMA_VERSION} with files)")
+        raise EdgedepthError(f"{path!r} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    except (ValueError, RecursionError) as e:      # a 5000-digit number, arrays nested 100000 deep
+        raise EdgedepthError(f"{path!r} is not valid JSON: {escape(' '.join(str(e).split())[:200])}") from None
+
+
+def path_problem(rel: object) -> str | None:
+    """Why ``rel`` cannot name a file of a release folder, or None: it must be a relative, normalised POSIX path
+    (no ``.``/``..``/empty component, no leading ``/``, no backslash, only printable characters)."""
+    if not isinstance(rel, str) or not rel:
+        return "path is not a non-empty string"
+    if not rel.isprintable():
+        return "path has control or non-printable characters"
+    if "\\" in rel:
+        return "path has a backslash (manifest paths use /)"
+    if rel.startswith("/"):
+        return "path is absolute (it must be relative to the release folder)"
+    if any(part in ("", ".", "..") for part in rel.split("/")) or posixpath.normpath(rel) != rel:
+        return "path is not a normalised path inside the release folder (no '.', '..' or empty components)"
+    return None
+
+
+def _entry_problem(f: object, seen: set[str]) -> str | None:
+    if not isinstance(f, dict):
+        return f"is a {type(f).__name__}, not an object"
+    problem = path_problem(f.get("path"))
+    if problem:
+        return problem
+    if f["path"] in seen:
+        return "path is listed twice"
+    n = f.get("bytes")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        return "bytes is not a non-negative integer"
+    if not isinstance(f.get("sha256"), str) or not _SHA256.fullmatch(f["sha256"]):
+        return "sha256 is not 64 lowercase hex digits"
+    return None
+
+
+def check_schema(m: object, where: str) -> dict:
+    """``m`` if it is an edgedepth manifest (every entry well formed), else one EdgedepthError naming the entry."""
+    if not isinstance(m, dict) or type(m.get("schema_version")) is not int or m["schema_version"] != SCHEMA_VERSION \
+            or not isinstance(m.get("files"), list):
+        raise EdgedepthError(f"{where} is not an edgedepth manifest (an object with schema_version {SCHEMA_VERSION} "
+                             "and a files list)")
+    if "model" in m and not isinstance(m["model"], dict):
+        raise EdgedepthError(f"{where}: model is not an object")
+    seen: set[str] = set()
+    for i, f in enumerate(m["files"]):
+        problem = _entry_problem(f, seen)
+        if problem:
+            rel = f.get("path") if isinstance(f, dict) else None
+            name = f" ({rel!r})" if isinstance(rel, str) else ""   # repr: control characters escaped
+            raise EdgedepthError(f"{where}: files[{i}]{name}: {problem}")
+        seen.add(f["path"])
     return m
 
 
-def verify(folder: str) -> list[str]:
-    """Problems, one line each (empty list = the folder matches its manifest exactly)."""
-    m = load(folder)
-    problems = []
-    listed = set()
-    for f in m["files"]:
-        rel = f["path"]
-        listed.add(rel)
-        p = os.path.join(folder, rel)
-        if not os.path.isfile(p):
-            problems.append(f"missing: {rel}")
-            continue
-        size = os.path.getsize(p)
+def load(folder: str) -> dict:
+    """The manifest of ``folder``, schema-checked (:func:`check_schema`); one EdgedepthError line otherwise."""
+    return check_schema(_read_manifest(folder), repr(os.path.join(folder, MANIFEST)))
+
+
+def open_listed(folder: str, rel: str) -> tuple[BinaryIO | None, str | None]:
+    """Open ``folder/rel`` for reading without following any symlink below ``folder``: (file, None), or (None, the
+    problem as a verify line).  ``rel`` must pass :func:`path_problem`.  Only a regular file is ever opened."""
+    parts, shown = rel.split("/"), escape(rel)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, part in enumerate(parts):
+            try:
+                st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None, f"missing: {shown}"
+            except OSError as e:
+                return None, f"unreadable: {shown} ({e.strerror})"
+            last = i == len(parts) - 1
+            if stat.S_ISLNK(st.st_mode):
+                where = "" if last else f"{escape('/'.join(parts[:i + 1]))} is a symlink; "
+                return None, f"symlink: {shown} ({where}not followed)"
+            if not last and not stat.S_ISDIR(st.st_mode):
+                return None, f"missing: {shown} ({escape('/'.join(parts[:i + 1]))} is not a folder)"
+            if last and not stat.S_ISREG(st.st_mode):
+                return None, f"not a regular file: {shown}"
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+            try:
+                nfd = os.open(part, flags, dir_fd=fd)
+            except OSError as e:   # replaced since the stat (a symlink now: ELOOP)
+                return None, f"unreadable: {shown} ({e.strerror})"
+            os.close(fd)
+            fd = nfd
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, f"not a regular file: {shown}"
+        f, fd = os.fdopen(fd, "rb"), -1
+        return f, None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _sha256_of(f: BinaryIO) -> str:
+    h = hashlib.sha256()
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def check_entry(folder: str, f: dict) -> str | None:
+    """The verify line for entry ``f`` (missing, symlink, not a regular file, truncated, changed), or None if the file
+    matches.  Sizes and hashes are taken only of regular files inside ``folder``, never through a symlink."""
+    fh, problem = open_listed(folder, f["path"])
+    if fh is None:
+        return problem
+    with fh:
+        rel, size = escape(f["path"]), os.fstat(fh.fileno()).st_size
         if size < f["bytes"]:
-            problems.append(f"truncated: {rel} ({size} of {f['bytes']} bytes)")
-        elif size > f["bytes"]:
-            problems.append(f"changed: {rel} ({size} bytes, manifest says {f['bytes']})")
-        elif sha256_file(p) != f["sha256"]:
-            problems.append(f"changed: {rel} (sha256 differs from the manifest)")
-    for root, _dirs, names in os.walk(folder):
-        for n in names:
-            rel = os.path.relpath(os.path.join(root, n), folder)
-            if rel not in listed and rel not in UNLISTED:
-                problems.append(f"extra: {rel} (not in the manifest)")
-    return sorted(problems)
+            return f"truncated: {rel} ({size} of {f['bytes']} bytes)"
+        if size > f["bytes"]:
+            return f"changed: {rel} ({size} bytes, manifest says {f['bytes']})"
+        if _sha256_of(fh) != f["sha256"]:
+            return f"changed: {rel} (sha256 differs from the manifest)"
+    return None
+
+
+def _unlisted(folder: str, listed: set[str]) -> list[str]:
+    """Walk ``folder`` (symlinks not followed): files not in the manifest, symlinks and special files."""
+    problems: list[str] = []
+
+    def unreadable(e: OSError) -> None:
+        problems.append(f"unreadable: {escape(os.path.relpath(e.filename, folder))} ({e.strerror})")
+
+    for root, dirs, names in os.walk(folder, onerror=unreadable, followlinks=False):
+        for n in dirs + names:
+            p = os.path.join(root, n)
+            rel = os.path.relpath(p, folder).replace(os.sep, "/")
+            if rel in listed:
+                continue      # checked (and any symlink named) by check_entry
+            try:
+                mode = os.lstat(p).st_mode
+            except OSError as e:
+                problems.append(f"unreadable: {escape(rel)} ({e.strerror})")
+                continue
+            if stat.S_ISLNK(mode):
+                problems.append(f"symlink: {escape(rel)} (not in the manifest; not followed)")
+            elif stat.S_ISDIR(mode):
+                continue
+            elif not stat.S_ISREG(mode):
+                problems.append(f"not a regular file: {escape(rel)} (not in the manifest)")
+            elif rel not in UNLISTED:
+                problems.append(f"extra: {escape(rel)} (not in the manifest)")
+    return problems
+
+
+def verify(folder: str) -> list[str]:
+    """Problems, one line each (empty list = the folder matches its manifest exactly).  Every listed path is checked
+    inside ``folder`` only (no symlink followed); every symlink, special file and unlisted file in it is named."""
+    m = load(folder)
+    problems = [p for p in (check_entry(folder, f) for f in m["files"]) if p]
+    return sorted(problems + _unlisted(folder, {f["path"] for f in m["files"]}))
 
 
 def _release_folder(path: str) -> str | None:
@@ -109,7 +269,7 @@ def member_of_file(path: str) -> Member | None:
     """The family member a model file says it came from: its release manifest's ``model`` block, else its name."""
     folder = _release_folder(path)
     name = (load(folder).get("model") or {}).get("family_member") if folder else None
-    return MEMBERS.get(name) if name else member_of_file_name(path)
+    return MEMBERS.get(name) if isinstance(name, str) and name else member_of_file_name(path)
 
 
 def check_made_from(paths: list[str], member: Member | None, model: str) -> None:
@@ -123,17 +283,21 @@ def check_made_from(paths: list[str], member: Member | None, model: str) -> None
 
 
 def verify_next_to(path: str) -> dict | None:
-    """If ``path`` sits in a release folder (manifest beside it), check that file against it; returns its entry."""
+    """If ``path`` sits in a release folder (manifest beside it), check that file against it with :func:`verify`'s
+    rules (inside the folder, no symlink, a regular file, same size and sha256); returns its entry."""
     folder = _release_folder(path)
     if folder is None:
         return None
     m = load(folder)
-    rel = os.path.relpath(os.path.abspath(path), folder)
+    rel = os.path.relpath(os.path.abspath(path), folder).replace(os.sep, "/")
     entry = next((f for f in m["files"] if f["path"] == rel), None)
     if entry is None:
         raise EdgedepthError(f"{rel!r} is not listed in {os.path.join(folder, MANIFEST)!r}")
-    if os.path.getsize(path) != entry["bytes"] or sha256_file(path) != entry["sha256"]:
+    problem = check_entry(folder, entry)
+    if problem and problem.startswith(("changed:", "truncated:")):
         raise EdgedepthError(f"{path!r} does not match its manifest (size or sha256 differs): refusing to use it")
+    if problem:
+        raise EdgedepthError(f"{path!r} fails its manifest check ({problem}): refusing to use it")
     return entry
 
 
