@@ -16,11 +16,10 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 
 from .. import formats
 from ..errors import EdgedepthError
-from . import manifest as mf
+from . import manifest as mf, outdir
 from ..formats.tflite_precisions import LADDER
 from .recipe import Recipe
 from .recommend import recommend
@@ -212,10 +211,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
     parsed = [parse_size(s) for s in sizes]
     precisions = recipe.litert_precisions
     n_images = recipe.parity_images
-    parent = os.path.dirname(os.path.abspath(out_dir)) or "."
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix="." + os.path.basename(out_dir) + ".staging-", dir=parent)
-    try:
+    with outdir.staged(out_dir) as staging:      # checks, locks, swaps atomically; out_dir untouched on failure
         step(f"load {model_spec}")
         ckpt = load_checkpoint(model_spec)
         model_info = _model_info(ckpt, recipe)
@@ -281,13 +277,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
         _write_text(os.path.join(staging, "NOTICE"), _notice_text(manifest))
         mf.write(staging, manifest | {"files": entries + _text_entries(staging)})
         _write_text(os.path.join(staging, BUILD_REPORT), json.dumps(gate.summary(), indent=2, sort_keys=True) + "\n")
-        if os.path.exists(out_dir):
-            shutil.rmtree(out_dir)
-        os.replace(staging, out_dir)
-        return mf.load(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    return mf.load(out_dir)
 
 
 class _Gate:

@@ -1,7 +1,9 @@
 """A release recipe: a Python file defining ``RECIPE`` (a dict), read into a typed, validated :class:`Recipe`.
 
-Every field is checked once, here, with a one-line error naming the field; the build and the CLI only see the typed
-object.  The recipe file's SHA-256 goes into the manifest's provenance.
+A recipe is code: :func:`load_recipe` executes it (like ``setup.py``), so run only recipes you trust.  The default
+recipe is this checkout's ``recipes/depth-anything-v2-small.py`` (:func:`default_recipe`), never a file of the current
+folder.  Every field is checked once, here, with a one-line error naming the field; the build and the CLI only see the
+typed object.  The recipe file's SHA-256 goes into the manifest's provenance.
 """
 
 from __future__ import annotations
@@ -110,14 +112,44 @@ def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
     return r
 
 
-def load_recipe(path: str) -> Recipe:
-    """Run the recipe file and validate its RECIPE dict."""
+def default_recipe() -> str:
+    """``recipes/depth-anything-v2-small.py`` of the repository this package is in (src layout: ../../../recipes),
+    never the current folder's."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.join(here, os.pardir, os.pardir, os.pardir)
+    return os.path.normpath(os.path.join(repo, "recipes", "depth-anything-v2-small.py"))
+
+
+def _run(path: str) -> dict:
+    """Execute the recipe file; anything it raises (SystemExit included) is one EdgedepthError line."""
+    try:
+        return runpy.run_path(path, run_name="edgedepth_recipe")
+    except EdgedepthError:
+        raise
+    except SystemExit as e:
+        code = "" if e.code is None else repr(e.code)
+        raise EdgedepthError(f"recipe {path!r} stopped with sys.exit({code}) instead of defining RECIPE") from None
+    except Exception as e:
+        raise EdgedepthError(f"recipe {path!r} raised {type(e).__name__}: {' '.join(str(e).split())[:300]}") from None
+
+
+def load_recipe(path: str | None = None) -> Recipe:
+    """Run the recipe file (Python: it is executed; default: :func:`default_recipe`) and validate its RECIPE dict."""
+    if path is None:
+        path = default_recipe()
+        if not os.path.isfile(path):
+            raise EdgedepthError(f"the default recipe {path!r} is missing (edgedepth is installed without its "
+                                 "repository): pass a recipe file")
     if not os.path.isfile(path):
         raise EdgedepthError(f"recipe {path!r} does not exist")
     data = open(path, "rb").read()
-    ns = runpy.run_path(path, run_name="edgedepth_recipe")
+    ns = _run(path)
     if not isinstance(ns.get("RECIPE"), dict):
         raise EdgedepthError(f"recipe {path!r} defines no RECIPE dict")
     for inc in ns.get("INCLUDES", ()):     # recipes built on another recipe: its bytes are part of the provenance
-        data += open(inc, "rb").read()
+        try:
+            data += open(inc, "rb").read()
+        except (OSError, TypeError) as e:
+            raise EdgedepthError(f"recipe {path!r}: cannot read included file {inc!r}: "
+                                 f"{getattr(e, 'strerror', None) or e}") from None
     return from_dict(ns["RECIPE"], path=path, sha256=hashlib.sha256(data).hexdigest())
