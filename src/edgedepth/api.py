@@ -16,14 +16,57 @@ import numpy as np
 from . import formats
 from .checkpoint import Checkpoint, load_checkpoint
 from .errors import EdgedepthError
-from .preprocess import DEFAULT_SIZE, parse_size
+from .preprocess import DEFAULT_SIZE, MAX_PIXELS, parse_size
 
 
 def _size(size) -> tuple[int, int]:
     if isinstance(size, str):
         return parse_size(size)
-    h, w = (int(v) for v in size)
+    try:
+        h, w = (int(v) for v in size)
+    except (TypeError, ValueError):
+        raise EdgedepthError(f"size {size!r}: give \"HxW\" or (height, width)", option="size") from None
     return parse_size(f"{h}x{w}")
+
+
+def _names(option: str, value, known, example: str) -> list[str]:
+    """A list/tuple of names, each one of ``known`` (deduplicated, order kept); a bare string or an unknown name is a
+    one-line error listing the choices (a string would otherwise be read letter by letter)."""
+    if isinstance(value, str):
+        raise EdgedepthError(f"{option} {value!r}: give a list of names, e.g. {option}=[{value!r}] "
+                             f"(choose from {', '.join(known)})", option=option)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise EdgedepthError(f"{option} {value!r}: give a list of names such as {example} "
+                             f"(choose from {', '.join(known)})", option=option)
+    unknown = [v for v in value if v not in known]
+    if unknown or not value:
+        what = f"unknown {', '.join(map(repr, unknown))}" if unknown else "empty"
+        raise EdgedepthError(f"{option} {list(value)!r}: {what}; choose from {', '.join(known)}", option=option)
+    return list(dict.fromkeys(value))
+
+
+def _rewrites(rewrites, model):
+    """``"default"``, ``()``/``None`` (none: the plain baseline) or rewrite names, each known and each after what it
+    needs (selected too, or already applied to a loaded ``model``)."""
+    from .rewrites import APPLIED_ATTR, PIPELINE, REWRITES
+
+    if rewrites == "default" or rewrites is None or (isinstance(rewrites, (list, tuple)) and not rewrites):
+        return rewrites
+    names = _names("rewrites", rewrites, list(REWRITES), '["fuse_qkv"]')
+    chosen = [r for r in PIPELINE if r.name in names]
+    done = set(getattr(model.model, APPLIED_ATTR, ())) if isinstance(model, Checkpoint) else set()
+    for i, r in enumerate(chosen):
+        missing = [q for q in r.requires if q not in done | {c.name for c in chosen[:i]}]
+        if missing:
+            raise EdgedepthError(f"rewrites: {r.name} needs {', '.join(missing)} too (add it to the list)",
+                                 option="rewrites")
+    return names
+
+
+def _positive(option: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise EdgedepthError(f"{option} {value!r}: must be a whole number, at least 1", option=option)
+    return int(value)
 
 
 def _checkpoint(model) -> Checkpoint:
@@ -54,15 +97,18 @@ class Model:
         return self.artifact.gpu_check()
 
     def runner(self, backend: str = "cpu", threads: int = 2):
-        return self.artifact.open_runner(backend=backend, threads=threads)
+        """A runner of this file: ``run(x)`` takes exactly the file's input shape and dtype (else: an error)."""
+        return self.artifact.open_runner(backend=backend, threads=_positive("threads", threads))
 
-    def predict(self, image, backend: str = "cpu", threads: int = 2, *, resize_back: bool = True) -> np.ndarray:
+    def predict(self, image, backend: str = "cpu", threads: int = 2, *, resize_back: bool = True,
+                max_pixels: int = MAX_PIXELS) -> np.ndarray:
         """Depth for one photo (a path or a PIL image): float32 [H, W], relative inverse depth (larger = closer),
-        resized back to the photo's size (bicubic, like HF's post-processing) unless ``resize_back=False``."""
+        resized back to the photo's size (bicubic, like HF's post-processing) unless ``resize_back=False``.
+        A photo file of more than ``max_pixels`` pixels is refused from its header, before it is decoded."""
         from .predict import resize_depth
         from .preprocess import load_image, model_input
 
-        img = load_image(image) if isinstance(image, str) else image.convert("RGB")
+        img = load_image(image, max_pixels) if isinstance(image, str) else image.convert("RGB")
         runner = self.runner(backend, threads)
         try:   # a uint8-input file (_u8in, the release's WebGPU file) takes the resized pixels
             depth = runner.run(model_input(img, self.artifact.size, runner.input_dtype))[0]
@@ -83,35 +129,57 @@ def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = 
     ``out_dir``; returns the written paths.  ``target``: ``"litert"`` (.tflite), ``"executorch"`` (.pte) or ``"onnx"``
     (.onnx; precisions fp32, fp16, int8).  ``input_dtype="uint8"`` (LiteRT fp32/fp16): files that take the resized
     pixels (``_u8in``, the GPU files).  Open a result with :func:`open` and run it on ``backend="cpu"`` (ONNX
-    Runtime for .onnx) or ``"openvino"``."""
-    import os
+    Runtime for .onnx) or ``"openvino"``.  Arguments are checked before anything is loaded; an ``out_dir`` this call
+    creates is removed again if the export fails before writing a file."""
+    from .fsutil import made_dir
 
-    os.makedirs(out_dir, exist_ok=True)
     h, w = _size(size)
-    ckpt = _checkpoint(model)
-    files = formats.export(ckpt.model, h, w, out_dir, target_name=target, precisions=precisions,
-                           rewrites=rewrites, backends=backends, progress=progress, stem=ckpt.file_stem,
-                           input_dtype=input_dtype)
+    fmt = formats.target(target)
+    precisions = _names("precisions", precisions, list(fmt.module.PRECISIONS), '["fp32"]')
+    rewrites = _rewrites(rewrites, model)
+    if input_dtype not in ("float32", "uint8"):
+        raise EdgedepthError(f"input_dtype {input_dtype!r}: choose from float32, uint8", option="input_dtype")
+    if backends is not None:
+        if fmt.name != "pte":
+            raise EdgedepthError(f"backends {backends!r}: only ExecuTorch files take an export backend "
+                                 f"({fmt.target_name} files: leave it None)", option="backends")
+        backends = _names("backends", backends, list(fmt.module.BACKENDS), '["xnnpack"]')
+        if set(precisions) == {"int8"} and "xnnpack" not in backends:
+            raise EdgedepthError("backends: INT8 .pte files are built for xnnpack only", option="backends")
+    with made_dir(out_dir):
+        ckpt = _checkpoint(model)
+        files = formats.export(ckpt.model, h, w, out_dir, target_name=target, precisions=precisions,
+                               rewrites=rewrites, backends=backends, progress=progress, stem=ckpt.file_stem,
+                               input_dtype=input_dtype)
     return [f.path for f in files]
 
 
 def validate(paths, *, model="synthetic", backends=("cpu",), images: str | None = None, limit: int | None = None,
-             threads: int = 2, progress=None) -> list[dict]:
+             threads: int = 2, progress=None, max_pixels: int = MAX_PIXELS) -> list[dict]:
     """Parity of model files against the PyTorch checkpoint they came from (``edgedepth validate``): one dict per
-    (file, backend) with status, error, flags and metrics (pooled/max/p95 rel-L2, Pearson, aligned AbsRel/δ<1.25)."""
+    (file, backend) with status, error, flags and metrics (pooled/max/p95 rel-L2, Pearson, aligned AbsRel/δ<1.25).
+    ``backends``: a list of names; every file must run on at least one of them (never an empty result).  Photos in
+    ``images`` above ``max_pixels`` pixels are refused from their headers."""
     from .checkpoint import DepthModule
     from .images import image_set
     from .release.manifest import check_made_from, verify_files_next_to
     from .verify.validate import validate as _validate
 
+    backends = _names("backends", backends, list(formats.BACKENDS), '["cpu"]')
+    threads = _positive("threads", threads)
     paths = [paths] if isinstance(paths, str) else list(paths)
     if not paths:
         raise EdgedepthError("validate: no model files given")
     files = verify_files_next_to(formats.find_artifacts(paths))
+    for f in files:
+        fmt = formats.format_of(f)
+        if not set(backends) & set(fmt.backends):
+            raise EdgedepthError(f"backends {backends!r}: {f!r} is a {fmt.suffix} file, which runs on "
+                                 f"{', '.join(fmt.backends)} only", option="backends")
+    items = image_set(images, limit, max_pixels)
     ckpt = _checkpoint(model)
     check_made_from(files, ckpt.member, ckpt.name)
-    return _validate(files, list(backends), DepthModule(ckpt.model), image_set(images, limit), threads=threads,
-                     progress=progress)
+    return _validate(files, backends, DepthModule(ckpt.model), items, threads=threads, progress=progress)
 
 
 __all__ = ["Model", "export", "open", "validate"]

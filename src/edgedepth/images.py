@@ -55,14 +55,15 @@ class ImageItem:
     path: str
     view: tuple | None = None   # (box fractions, mirror) or None for "as is"
     license: str | None = None
+    max_pixels: int | None = None   # a photo above this is refused (preprocess.load_image); None: the default cap
 
     def load(self):
         """8-bit RGB PIL image of this item (view applied)."""
         from PIL import ImageOps
 
-        from .preprocess import load_image
+        from .preprocess import MAX_PIXELS, load_image
 
-        img = load_image(self.path)
+        img = load_image(self.path, self.max_pixels or MAX_PIXELS)
         if self.view is None:
             return img
         (l, t, r, b), mirror = self.view
@@ -99,17 +100,26 @@ def default_image_set(root: str | None = None) -> list[ImageItem]:
     return items
 
 
-def folder_image_set(folder: str) -> list[ImageItem]:
+def folder_image_set(folder: str, max_pixels: int | None = None) -> list[ImageItem]:
+    """A folder's photos, each checked up front from its header (readable, at most ``max_pixels``: None, the default
+    cap) before anything slow runs."""
+    from .preprocess import MAX_PIXELS, image_size
+
     if not os.path.isdir(folder):
         raise EdgedepthError(f"images {folder!r} is not a folder", option="images")
     files = sorted(f for f in os.listdir(folder) if f.lower().endswith(IMAGE_EXTENSIONS))
     if not files:
         raise EdgedepthError(f"images {folder!r} holds no images ({', '.join(IMAGE_EXTENSIONS)})", option="images")
-    return [ImageItem(f, os.path.join(folder, f)) for f in files]
+    items = [ImageItem(f, os.path.join(folder, f), max_pixels=max_pixels) for f in files]
+    for it in items:
+        image_size(it.path, max_pixels or MAX_PIXELS)
+    return items
 
 
-def image_set(folder: str | None = None, limit: int | None = None) -> list[ImageItem]:
-    items = folder_image_set(folder) if folder else default_image_set()
+def image_set(folder: str | None = None, limit: int | None = None, max_pixels: int | None = None) -> list[ImageItem]:
+    """The default set, or ``folder``'s photos (each at most ``max_pixels``); ``limit``: N of them, spread over all
+    sources."""
+    items = folder_image_set(folder, max_pixels) if folder else default_image_set()
     if limit is not None:
         if limit < 1:
             raise EdgedepthError("limit must be at least 1", option="limit")

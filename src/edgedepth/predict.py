@@ -4,16 +4,18 @@ Relative models: inverse depth, normalised per photo.  Metric models (``edgedept
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
 import numpy as np
 
 from .errors import EdgedepthError
-from .fsutil import atomic_path, ensure_writable_dir
-from .preprocess import load_and_preprocess, load_image
+from .fsutil import atomic_path, ensure_writable_dir, made_dir
+from .preprocess import MAX_PIXELS, load_and_preprocess, load_image
 
 COLORMAP = "inferno"  # perceptually uniform; bright = near (inverse depth)
+_SLICE = 1 << 20      # values per slice in the photo-sized element-wise maps below (temporaries stay ~10 MB)
 
 
 def resize_depth(depth: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -24,17 +26,57 @@ def resize_depth(depth: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return torch.nn.functional.interpolate(d, size=size, mode="bicubic", align_corners=False)[0, 0].numpy()
 
 
-def normalise(depth: np.ndarray) -> np.ndarray:
-    """Min-max to [0, 1] (a constant map becomes all zeros rather than NaN)."""
-    lo, hi = float(np.min(depth)), float(np.max(depth))
+def _scaled(depth: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return np.zeros_like(depth) if hi - lo <= 0 else (depth - lo) / (hi - lo)
 
 
-def colorize(depth: np.ndarray) -> np.ndarray:
-    """[H,W] depth -> uint8 RGB [H,W,3] through the perceptual colormap."""
+def normalise(depth: np.ndarray) -> np.ndarray:
+    """Min-max to [0, 1] (a constant map becomes all zeros rather than NaN)."""
+    return _scaled(depth, float(np.min(depth)), float(np.max(depth)))
+
+
+def _sliced(a: np.ndarray, fn, dtype, tail: tuple = ()) -> np.ndarray:
+    """``fn`` (element-wise) over ``a`` a slice at a time, into one new ``dtype`` array of shape ``a.shape + tail``:
+    the same values as ``fn(a)``, with temporaries the size of a slice instead of the photo."""
+    flat = np.ascontiguousarray(a).reshape(-1)
+    out = np.empty((flat.size, *tail), dtype)
+    for i in range(0, flat.size, _SLICE):
+        out[i:i + _SLICE] = fn(flat[i:i + _SLICE])
+    return out.reshape(*np.shape(a), *tail)
+
+
+@functools.lru_cache(maxsize=None)
+def _lut8(name: str) -> np.ndarray:
+    """Colormap ``name`` as a uint8 RGB table in matplotlib's own order (its N colours, then under, over and bad),
+    each entry rounded as matplotlib's float RGBA always was here: ``(c * 255 + 0.5)`` truncated."""
     from matplotlib import colormaps
 
-    return (colormaps[COLORMAP](normalise(depth))[..., :3] * 255 + 0.5).astype(np.uint8)
+    cmap = colormaps[name]
+    lut = np.vstack([cmap(np.arange(cmap.N)), cmap.get_under(), cmap.get_over(), cmap.get_bad()])
+    return (lut[:, :3] * 255 + 0.5).astype(np.uint8)
+
+
+def _lut_index(x: np.ndarray, n: int) -> np.ndarray:
+    """matplotlib's ``Colormap.__call__`` index rule: floats -> ``int(x * N)`` (computed in x's dtype) with x == 1 ->
+    N - 1; below 0 -> under (N), at/above N -> over (N + 1), NaN -> bad (N + 2); integers index directly."""
+    xa = x * n if x.dtype.kind == "f" else x.copy()
+    if x.dtype.kind == "f":
+        xa[xa == n] = n - 1
+    under, over, bad = xa < 0, xa >= n, np.isnan(xa)
+    with np.errstate(invalid="ignore"):
+        idx = xa.astype(int)
+    idx[under], idx[over], idx[bad] = n, n + 1, n + 2
+    return idx
+
+
+def colorize(depth: np.ndarray) -> np.ndarray:
+    """[H,W] depth -> uint8 RGB [H,W,3] through the perceptual colormap: min-max normalised, then matplotlib's colour
+    for each value, bit for bit, through a uint8 table a slice at a time (~4 bytes per pixel besides the result, where
+    matplotlib's float64 RGBA needs ~80)."""
+    depth = np.asarray(depth)
+    lut = _lut8(COLORMAP)
+    n, lo, hi = len(lut) - 3, float(np.min(depth)), float(np.max(depth))
+    return _sliced(depth, lambda d: lut.take(_lut_index(_scaled(d, lo, hi), n), axis=0, mode="clip"), np.uint8, (3,))
 
 
 def _save_png(path: str, array: np.ndarray, mode: str | None = None) -> None:
@@ -46,8 +88,15 @@ def _save_png(path: str, array: np.ndarray, mode: str | None = None) -> None:
 
 def metres_png16(depth_m: np.ndarray) -> tuple[np.ndarray, float]:
     """Metres -> uint16 millimetres (the KITTI/NYU-style depth PNG); returns (image, share of pixels clipped at 65.535 m)."""
-    mm = np.rint(np.clip(np.asarray(depth_m, np.float64), 0, None) * 1000.0)     # exact in float64
-    return np.minimum(mm, 65535).astype(np.uint16), float(np.mean(mm > 65535))
+    clipped = [0]
+
+    def to_mm(d):
+        mm = np.rint(np.clip(np.asarray(d, np.float64), 0, None) * 1000.0)     # exact in float64
+        clipped[0] += int(np.count_nonzero(mm > 65535))
+        return np.minimum(mm, 65535).astype(np.uint16)
+
+    out = _sliced(np.asarray(depth_m), to_mm, np.uint16)
+    return out, clipped[0] / max(1, out.size)
 
 
 def colour_bar(rgb: np.ndarray, lo: float, hi: float, ticks: int = 5) -> np.ndarray:
@@ -87,7 +136,7 @@ def write_outputs(depth: np.ndarray, stem: str, out_dir: str, raw: bool, metric:
     if raw:
         npy = os.path.join(out_dir, f"{stem}_depth.npy")
         with atomic_path(npy) as tmp, open(tmp, "wb") as f:
-            np.save(f, depth.astype(np.float32))
+            np.save(f, np.asarray(depth, np.float32))
         png16 = os.path.join(out_dir, f"{stem}_depth16.png")
         if metric:
             mm, clipped = metres_png16(depth)
@@ -96,17 +145,19 @@ def write_outputs(depth: np.ndarray, stem: str, out_dir: str, raw: bool, metric:
                       file=sys.stderr)
             _save_png(png16, mm)
         else:
-            _save_png(png16, (normalise(depth) * 65535 + 0.5).astype(np.uint16))
+            lo, hi = float(np.min(depth)), float(np.max(depth))
+            _save_png(png16, _sliced(depth, lambda d: (_scaled(d, lo, hi) * 65535 + 0.5).astype(np.uint16), np.uint16))
         written += [npy, png16]
     return written
 
 
-def validate_inputs(images: list[str], out_dir: str) -> None:
-    """Check every image and the output folder up front, before a model is loaded or anything is run."""
+def validate_inputs(images: list[str], out_dir: str, max_pixels: int = MAX_PIXELS) -> None:
+    """Check every image (at most ``max_pixels`` pixels each) and the output folder up front, before a model is loaded
+    or anything is run."""
     ensure_writable_dir(out_dir)
     stems = set()
     for p in images:
-        load_image(p)
+        load_image(p, max_pixels)
         stem = os.path.splitext(os.path.basename(p))[0]
         if stem in stems:
             raise EdgedepthError(f"two inputs share the name {stem!r}; their outputs would overwrite each other")
@@ -114,18 +165,21 @@ def validate_inputs(images: list[str], out_dir: str) -> None:
 
 
 def predict(images: list[str], runner, out_dir: str, raw: bool = False, progress=None,
-            max_depth: float | None = None) -> list[str]:
+            max_depth: float | None = None, max_pixels: int = MAX_PIXELS) -> list[str]:
     """Run ``runner`` on each image (checked first with :func:`validate_inputs`); returns the written paths.
-    ``max_depth``: the model is metric (metres, 0..max_depth): outputs in metres, see :func:`write_outputs`."""
-    validate_inputs(images, out_dir)
-    size = (int(runner.input_shape[2]), int(runner.input_shape[3]))
-    written = []
-    for p in images:
-        x, orig = load_and_preprocess(p, size, getattr(runner, "input_dtype", "float32"))
-        depth = resize_depth(runner.run(x), orig)
-        if max_depth is not None:       # bicubic resizing may overshoot the head's 0..max_depth range
-            depth = np.clip(depth, 0.0, max_depth)
-        written += write_outputs(depth, os.path.splitext(os.path.basename(p))[0], out_dir, raw, max_depth is not None)
-        if progress:
-            progress(p)
+    ``max_depth``: the model is metric (metres, 0..max_depth): outputs in metres, see :func:`write_outputs`.
+    An output folder this call creates is removed again if it fails before writing anything."""
+    with made_dir(out_dir):
+        validate_inputs(images, out_dir, max_pixels)
+        size = (int(runner.input_shape[2]), int(runner.input_shape[3]))
+        written = []
+        for p in images:
+            x, orig = load_and_preprocess(p, size, getattr(runner, "input_dtype", "float32"), max_pixels)
+            depth = resize_depth(runner.run(x), orig)
+            if max_depth is not None:       # bicubic resizing may overshoot the head's 0..max_depth range
+                depth = np.clip(depth, 0.0, max_depth, out=depth)
+            written += write_outputs(depth, os.path.splitext(os.path.basename(p))[0], out_dir, raw,
+                                     max_depth is not None)
+            if progress:
+                progress(p)
     return written

@@ -8,7 +8,9 @@ alpha dropped, grayscale/palette/CMYK converted.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 
 import numpy as np
 
@@ -18,10 +20,19 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 PATCH = 14
 DEFAULT_SIZE = (518, 686)  # (height, width): what a 640x480 photo becomes in the HF processor
+# Largest model side: 100 patches.  A 1400x1400 input has T = 100*100+1 = 10001 tokens; one DINOv2-Small attention
+# layer then holds 6 heads x T^2 float32 = 2.4 GB of scores (ViT-L: 16 heads, 6.4 GB) while exporting or running in
+# PyTorch, and that grows with the 4th power of the side (140000x140000 would need ~10^17 bytes).
+MAX_SIDE = 1400
+# Largest photo by default, in pixels: above every common camera (48-50 MP phones, 61 MP full frame, 102 MP medium
+# format); predict's peak is ~11 bytes per pixel over the runtime's own (README "Limits"): ~1.3 GB at this cap.  A header
+# claiming more (a "decompression bomb": 30000x30000 in 875 KB of PNG) is refused before anything is decoded.
+MAX_PIXELS = 120_000_000
+_PIL_LIMIT = threading.Lock()
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """'518x686' -> (518, 686) as (height, width); both must be positive multiples of the 14-pixel patch."""
+    """'518x686' -> (518, 686) as (height, width); both positive multiples of the 14-pixel patch, at most MAX_SIDE."""
     parts = text.lower().replace("×", "x").split("x")
     try:
         h, w = (int(p) for p in parts)
@@ -31,13 +42,34 @@ def parse_size(text: str) -> tuple[int, int]:
     if h <= 0 or w <= 0 or h % PATCH or w % PATCH:
         raise EdgedepthError(f"size {text!r}: height and width must be positive multiples of {PATCH} (e.g. 518x686)",
                              option="size")
+    if max(h, w) > MAX_SIDE:
+        raise EdgedepthError(f"size {text!r}: each side is at most {MAX_SIDE} pixels ({MAX_SIDE // PATCH} patches; "
+                             "attention memory grows with the 4th power of the side)", option="size")
     return h, w
 
 
-def load_image(path: str):
-    """Open any photo as an 8-bit RGB PIL image, or raise a one-line EdgedepthError naming the problem."""
-    from PIL import Image, ImageOps, UnidentifiedImageError
+@contextlib.contextmanager
+def _pil_limit_lifted():
+    """PIL's own decompression-bomb check (a warning above 89 MP, an error above 179 MP) off for one open and decode,
+    restored after (a lock keeps it to that one open): :func:`_opened` applies ``max_pixels`` to the header instead,
+    before anything is decoded, and names the limit."""
+    from PIL import Image
 
+    with _PIL_LIMIT:
+        saved, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, None
+        try:
+            yield
+        finally:
+            Image.MAX_IMAGE_PIXELS = saved
+
+
+def _opened(path: str, max_pixels: int):
+    """``path`` opened by PIL (header read, nothing decoded) and checked against ``max_pixels``; one-line errors."""
+    from PIL import Image, UnidentifiedImageError
+
+    if isinstance(max_pixels, bool) or not isinstance(max_pixels, (int, np.integer)) or max_pixels < 1:
+        raise EdgedepthError(f"max_pixels {max_pixels!r}: must be a whole number of pixels, at least 1",
+                             option="max_pixels")
     if not os.path.exists(path):
         raise EdgedepthError(f"image {path!r} does not exist")
     if os.path.isdir(path):
@@ -46,19 +78,53 @@ def load_image(path: str):
         raise EdgedepthError(f"image {path!r} is empty (0 bytes)")
     try:
         img = Image.open(path)
-        img.load()
     except UnidentifiedImageError:
         raise EdgedepthError(f"{path!r} is not an image PIL can read") from None
     except (OSError, SyntaxError, ValueError) as e:
         raise EdgedepthError(f"image {path!r} is corrupt or truncated: {e}") from None
+    w, h = img.size
+    if w * h > max_pixels:
+        img.close()
+        raise EdgedepthError(f"max_pixels {max_pixels} ({max_pixels / 1e6:g} megapixels) exceeded: image {path!r} is "
+                             f"{w}x{h} ({w * h / 1e6:.1f} megapixels); raise the limit for a genuine photo this large",
+                             option="max_pixels")
+    return img
+
+
+def image_size(path: str, max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
+    """(width, height) from the header alone, with :func:`load_image`'s checks except a full decode."""
+    with _pil_limit_lifted(), _opened(path, max_pixels) as img:
+        return img.size
+
+
+def load_image(path: str, max_pixels: int = MAX_PIXELS):
+    """Open any photo as an 8-bit RGB PIL image, or raise a one-line EdgedepthError naming the problem; a photo of more
+    than ``max_pixels`` pixels is refused from its header, before it is decoded."""
+    from PIL import Image, ImageOps
+
+    with _pil_limit_lifted():
+        img = _opened(path, max_pixels)
+        try:
+            img.load()
+        except (OSError, SyntaxError, ValueError) as e:
+            raise EdgedepthError(f"image {path!r} is corrupt or truncated: {e}") from None
     img = ImageOps.exif_transpose(img)
     if img.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
-        a = np.asarray(img, dtype=np.float64)
-        hi = 65535.0 if img.mode.startswith("I;16") or a.max() > 255 else 255.0
-        img = Image.fromarray(np.clip(np.round(a * (255.0 / hi)), 0, 255).astype(np.uint8), "L")
+        img = Image.fromarray(_to_uint8(np.asarray(img), img.mode.startswith("I;16")), "L")
     elif img.mode == "RGBA" or img.mode == "LA" or (img.mode == "P" and "transparency" in img.info):
         img = img.convert("RGBA").convert("RGB")  # alpha dropped, as HF's convert_rgb does
     return img.convert("RGB") if img.mode != "RGB" else img
+
+
+def _to_uint8(a: np.ndarray, sixteen_bit: bool) -> np.ndarray:
+    """16-bit/32-bit/float gray -> uint8, scaled (not clipped) from 0..65535 (or 0..255 when nothing is above 255);
+    float64 arithmetic a slice of rows at a time, so memory stays near the photo's own size."""
+    hi = 65535.0 if sixteen_bit or a.max() > 255 else 255.0
+    out = np.empty(a.shape, np.uint8)
+    step = max(1, (1 << 20) // max(1, a.shape[1]))
+    for r in range(0, a.shape[0], step):
+        out[r:r + step] = np.clip(np.round(a[r:r + step].astype(np.float64) * (255.0 / hi)), 0, 255).astype(np.uint8)
+    return out
 
 
 def pixels(img, size: tuple[int, int]) -> np.ndarray:
@@ -95,7 +161,9 @@ def model_input(img, size: tuple[int, int], dtype: str = "float32") -> np.ndarra
     return pixels(img, size) if dtype == "uint8" else preprocess(img, size)
 
 
-def load_and_preprocess(path: str, size: tuple[int, int], dtype: str = "float32") -> tuple[np.ndarray, tuple[int, int]]:
-    """Image file -> (model input, original (height, width)); ``dtype``: see :func:`model_input`."""
-    img = load_image(path)
+def load_and_preprocess(path: str, size: tuple[int, int], dtype: str = "float32",
+                        max_pixels: int = MAX_PIXELS) -> tuple[np.ndarray, tuple[int, int]]:
+    """Image file -> (model input, original (height, width)); ``dtype``: see :func:`model_input`; ``max_pixels``: see
+    :func:`load_image`."""
+    img = load_image(path, max_pixels)
     return model_input(img, size, dtype), (img.height, img.width)

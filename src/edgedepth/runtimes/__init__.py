@@ -23,7 +23,7 @@ class Runner(Protocol):
 
 
 class FileRunner:
-    """Shared by the runners of exported files: the fixed input shape and its check."""
+    """Shared by the runners of exported files (and PyTorch eager): the fixed input shape and dtype, and their check."""
 
     input_shape: tuple[int, int, int, int]
     input_dtype: str = "float32"    # "uint8": a file exported with --input-dtype uint8 takes resized RGB pixels
@@ -33,11 +33,18 @@ class FileRunner:
         return int(self.input_shape[2]), int(self.input_shape[3])
 
     def _checked(self, x: np.ndarray) -> np.ndarray:
+        """``x`` as the runtime takes it; an input of another shape or dtype than the model's is refused, never cast
+        (uint8 pixels cast to float are not the normalised tensor: a wrong map, silently)."""
         from ..errors import EdgedepthError
 
-        if tuple(x.shape) != self.input_shape:
-            raise EdgedepthError(f"input shape {tuple(x.shape)} does not match the model's {self.input_shape}")
-        if self.input_dtype == "uint8" and x.dtype != np.uint8:
-            raise EdgedepthError("this file takes uint8 RGB pixels [1,3,H,W] (exported with --input-dtype uint8; "
-                                 "normalisation is in the graph), not a normalised float tensor")
-        return np.ascontiguousarray(x, dtype=self.input_dtype)
+        x = np.asarray(x)
+        if x.shape != self.input_shape:
+            raise EdgedepthError(f"input shape {x.shape} does not match the model's {self.input_shape}")
+        if x.dtype != self.input_dtype:
+            if self.input_dtype == "uint8":
+                raise EdgedepthError("this file takes uint8 RGB pixels [1,3,H,W] (exported with input_dtype uint8; "
+                                     f"normalisation is in the graph), not a {x.dtype} tensor")
+            raise EdgedepthError(f"this model takes the normalised float32 tensor [1,3,H,W] (preprocess.preprocess), "
+                                 f"not {x.dtype}" + (" pixels (a file exported with input_dtype uint8 takes those)"
+                                                     if x.dtype == np.uint8 else ""))
+        return np.ascontiguousarray(x)

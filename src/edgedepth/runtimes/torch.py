@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import FileRunner
 
-class TorchRunner:
+
+class TorchRunner(FileRunner):
     def __init__(self, module, size: tuple[int, int], threads: int | None = None):
         import torch
 
@@ -19,7 +21,7 @@ class TorchRunner:
         import torch
 
         with torch.inference_mode():
-            return self.module(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))).numpy()
+            return self.module(torch.from_numpy(self._checked(x))).numpy()
 
     def close(self) -> None:
         pass

@@ -47,7 +47,15 @@ def run_interleaved(variants: dict, x: np.ndarray, *, rounds: int = 6, warmup: i
     """``variants``: {name: zero-arg factory returning a Runner}. Returns {name: stats} plus the order used.
 
     Factories are called once each (load/compile time and RSS growth recorded), then the rounds run.
+    ``rounds`` and ``iters`` are at least 1, ``warmup`` at least 0 (one-line error otherwise).
     """
+    from ..errors import EdgedepthError
+
+    for name, value, least in (("rounds", rounds, 1), ("iters", iters, 1), ("warmup", warmup, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise EdgedepthError(f"{name} {value!r}: must be a whole number, at least {least}", option=name)
+    if not variants:
+        raise EdgedepthError("nothing to time: no variants given")
     runners, load, inputs = {}, {}, {}
     for name, factory in variants.items():
         rss0, t0 = _rss_mb(), time.perf_counter()
