@@ -16,7 +16,13 @@ apt:
 	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
 	  echo "setup: installing Debian packages: $(APT_PACKAGES)"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $(APT_PACKAGES) >/dev/null; \
+	  for i in $$(seq 60); do \
+	    err=$$($$SUDO apt-get update -q 2>&1 >/dev/null) && break; \
+	    case "$$err" in *"Could not get lock"*) [ $$i -lt 60 ] || { echo "$$err" >&2; exit 1; }; \
+	      [ $$i -gt 1 ] || echo "setup: another apt/dpkg holds its lock: waiting for it (up to 10 minutes)"; sleep 10;; \
+	    *) echo "$$err" >&2; exit 1;; esac; \
+	  done; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q $(APT_PACKAGES) >/dev/null; \
 	fi
 
 # torch first, alone: `pip install torch==2.13.0` takes the CPU wheel on disk; letting a dependency pull torch takes CUDA.

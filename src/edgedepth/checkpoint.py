@@ -213,12 +213,61 @@ def _check_model_type(folder: str) -> None:
     import json
 
     try:
-        model_type = json.load(open(os.path.join(folder, "config.json"))).get("model_type")
+        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+            config = json.load(f)
     except (OSError, ValueError) as e:
         raise EdgedepthError(f"{folder!r}: config.json is unreadable ({type(e).__name__})", option="model") from None
+    if not isinstance(config, dict):
+        kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(config), "number")
+        raise EdgedepthError(f"{folder!r}: config.json holds a JSON {kind}, not an object "
+                             "({\"model_type\": \"depth_anything\", ...})", option="model")
+    model_type = config.get("model_type")
     if model_type != "depth_anything":
         raise EdgedepthError(f"{folder!r} holds a {model_type!r} checkpoint, not Depth Anything "
                              "(config.json model_type must be 'depth_anything')", option="model")
+
+
+HUB_PROBE_TIMEOUT_S = 3.0
+
+
+def _hub_unreachable() -> str | None:
+    """None when the Hugging Face hub answers a TCP connection within :data:`HUB_PROBE_TIMEOUT_S`; else why not.
+
+    The endpoint is the one huggingface_hub uses (``HF_ENDPOINT``), reached through the proxy that applies to it, if
+    any; ``HF_HUB_OFFLINE`` counts as no network.  Without this, a hub id with no network meant ~30-40 s of
+    huggingface_hub's retries before the error."""
+    import socket
+    import threading
+    import urllib.parse
+    import urllib.request
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return "HF_HUB_OFFLINE is set"
+    url = urllib.parse.urlsplit(constants.ENDPOINT)
+    host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+    where = f"the hub {url.scheme}://{host}:{port}"
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(host):
+        p = urllib.parse.urlsplit(proxy if "://" in proxy else "http://" + proxy)
+        host, port = p.hostname or "", p.port or (443 if p.scheme == "https" else 80)
+        where = f"the proxy {host}:{port} for the hub"
+    outcome: list = []
+
+    def probe() -> None:        # in a thread: name resolution has no timeout of its own
+        try:
+            socket.create_connection((host, port), timeout=HUB_PROBE_TIMEOUT_S).close()
+            outcome.append(None)
+        except OSError as e:
+            outcome.append(e.strerror or str(e) or type(e).__name__)
+
+    t = threading.Thread(target=probe, daemon=True)
+    t.start()
+    t.join(HUB_PROBE_TIMEOUT_S)
+    if not outcome:
+        return f"{where} did not answer within {HUB_PROBE_TIMEOUT_S:g} s"
+    return None if outcome[0] is None else f"{where} cannot be reached ({outcome[0]})"
 
 
 def _load_pretrained(path_or_id: str, revision: str | None, source: str) -> Checkpoint:
@@ -226,14 +275,24 @@ def _load_pretrained(path_or_id: str, revision: str | None, source: str) -> Chec
 
     if source == "local":
         _check_model_type(path_or_id)
+    offline = _hub_unreachable() if source == "hf" else None   # then only the local cache, at once, no retries
     try:
-        model = DepthAnythingForDepthEstimation.from_pretrained(path_or_id, revision=revision).eval()
+        model = DepthAnythingForDepthEstimation.from_pretrained(path_or_id, revision=revision,
+                                                                **({"local_files_only": True} if offline else {}))
+        model = model.eval()
     except (ValueError, KeyError, TypeError) as e:     # a cached hub checkpoint of another architecture
         raise EdgedepthError(f"{path_or_id}: not a Depth Anything checkpoint ({str(e).splitlines()[0][:200]})",
                              option="model") from None
     except OSError as e:
         if source == "local":
             raise EdgedepthError(f"cannot load a checkpoint from folder {path_or_id!r}: {str(e).splitlines()[0]}") from e
+        if offline:
+            from huggingface_hub import constants
+
+            raise EdgedepthError(
+                f"cannot load {path_or_id}{'@' + revision if revision else ''} from the Hugging Face hub (no network: "
+                f"{offline}; not in the local cache {constants.HF_HUB_CACHE}); download it elsewhere and pass the "
+                "folder with --model PATH, or use --model synthetic") from None
         raise EdgedepthError(
             f"cannot load {path_or_id}@{revision} from the Hugging Face hub (no network and not in the local cache); "
             "download it elsewhere and pass the folder with --model PATH, or use --model synthetic"

@@ -7,8 +7,12 @@ Errors caused by input (bad files, bad sizes, unwritable folders, missing checkp
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
+import errno
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -26,6 +30,15 @@ def _list_option(flag: str, text: str, allowed) -> list[str]:
 
 
 def cmd_export(args) -> int:
+    from .fsutil import made_dir
+    from .preprocess import parse_size
+
+    parse_size(args.size)
+    with made_dir(args.out):      # a failed export leaves no empty folder behind
+        return _export(args)
+
+
+def _export(args) -> int:
     from . import formats
     from .checkpoint import load_checkpoint
     from .fsutil import ensure_writable_dir
@@ -131,15 +144,17 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
 def cmd_predict(args) -> int:
     from tqdm import tqdm
 
+    from .fsutil import made_dir
     from .predict import predict, validate_inputs
 
-    validate_inputs(args.images, args.output)  # before a possibly slow model load
-    runner, member = _runner_for(args.model, args.backend, args.size, args.threads)
-    max_depth = member.max_depth if member and member.is_metric else None
-    desc = f"predict ({runner.name}{', metres' if max_depth else ''})"
-    with tqdm(total=len(args.images), file=sys.stderr, disable=args.quiet, desc=desc) as bar:
-        written = predict(args.images, runner, args.output, raw=args.raw, progress=lambda _: bar.update(1),
-                          max_depth=max_depth)
+    with made_dir(args.output):     # a failed run leaves no empty folder behind
+        validate_inputs(args.images, args.output, args.max_pixels)  # before a possibly slow model load
+        runner, member = _runner_for(args.model, args.backend, args.size, args.threads)
+        max_depth = member.max_depth if member and member.is_metric else None
+        desc = f"predict ({runner.name}{', metres' if max_depth else ''})"
+        with tqdm(total=len(args.images), file=sys.stderr, disable=args.quiet, desc=desc) as bar:
+            written = predict(args.images, runner, args.output, raw=args.raw, progress=lambda _: bar.update(1),
+                              max_depth=max_depth, max_pixels=args.max_pixels)
     for w in written:
         print(w)
     return 0
@@ -178,7 +193,7 @@ def cmd_validate(args) -> int:
         if not set(backends) & set(a.format.backends):
             raise EdgedepthError(f"{a.name}: a {a.format.suffix} file runs on --backend "
                                  f"{', '.join(a.format.backends)}, not {', '.join(backends)}")
-    items = image_set(args.images, args.limit)
+    items = image_set(args.images, args.limit, args.max_pixels)
     ckpt = load_checkpoint(args.model)
     check_made_from([a.path for a in artifacts], ckpt.member, args.model)
     total = sum(len(set(backends) & set(a.format.backends)) for a in artifacts) * len(items)
@@ -254,7 +269,9 @@ def cmd_release(args) -> int:
     from .progress import Stages
     from .release import build, load_recipe
     from .release.build import stage_count
+    from .release.outdir import check_out_dir
 
+    check_out_dir(args.out)           # refusals before any work (build checks again, under its lock)
     recipe = load_recipe(args.recipe).with_overrides(
         model=args.model, sizes=[x.strip() for x in args.sizes.split(",")] if args.sizes else None,
         parity_images=args.parity_images)
@@ -267,14 +284,14 @@ def cmd_release(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .release.manifest import load, verify
+    from .release.manifest import escape, load, verify
 
-    problems = verify(args.folder)
+    problems = verify(args.folder)     # lines already escaped (no control characters reach the terminal)
     if problems:
         for p in problems:
             print(f"edgedepth: verify: {p}", file=sys.stderr)
         return 1
-    print(f"{args.folder}: all {len(load(args.folder)['files'])} files match manifest.json")
+    print(f"{escape(args.folder)}: all {len(load(args.folder)['files'])} files match manifest.json")
     return 0
 
 
@@ -286,32 +303,62 @@ def _write_or_print_json(dest: str | None, data) -> None:
         _write_json(dest, data)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with every error as one line ``edgedepth: error: ...`` and exit 2 (sub-command parsers inherit it)."""
+
+    def error(self, message):
+        self.exit(2, f"edgedepth: error: {' '.join(message.split())} (see: {self.prog} --help)\n")
+
+
+def _whole(least: int):
+    """An argparse type: a whole number of at least ``least`` (anything else: a one-line error naming the flag)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < least:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least {least}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .checkpoint import DEFAULT_MODEL
     from .formats import BACKENDS
-    from .preprocess import DEFAULT_SIZE
+    from .preprocess import DEFAULT_SIZE, MAX_PIXELS, MAX_SIDE
 
     size_default = f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}"
     # Options shared by several commands, defined once.
     quiet = argparse.ArgumentParser(add_help=False)
     quiet.add_argument("--quiet", action="store_true", help="no progress bar")
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument("--verbose", action="store_true",
+                         help="show third-party log output on stderr (converter, LiteRT, PyTorch warnings)")
     as_json = argparse.ArgumentParser(add_help=False)
     as_json.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                          help="write the full report as JSON to PATH ('-' or no PATH: standard output)")
     threads = argparse.ArgumentParser(add_help=False)
-    threads.add_argument("--threads", type=int, default=2, help="CPU threads (default: %(default)s)")
+    threads.add_argument("--threads", type=_whole(1), default=2, help="CPU threads, at least 1 (default: %(default)s)")
+    max_pixels = argparse.ArgumentParser(add_help=False)
+    max_pixels.add_argument("--max-pixels", type=_whole(1), default=MAX_PIXELS, metavar="N",
+                            help="refuse photos of more than N pixels, from their header, before decoding "
+                                 "(default: %(default)s = 120 megapixels)")
 
     from .family import MEMBERS, SYNTHETIC
 
     MODEL_HELP = (f"a family member ({', '.join(MEMBERS)}), HF_ID[@REV], a local HF folder, or a synthetic stand-in "
                   f"({', '.join(SYNTHETIC)})")
-    p = argparse.ArgumentParser(prog="edgedepth", description="Depth Anything V2 -> verified on-device artifacts")
+    p = _Parser(prog="edgedepth", description="Depth Anything V2 -> verified on-device artifacts")
     sub = p.add_subparsers(dest="command", required=True)
 
-    e = sub.add_parser("export", parents=[quiet], help="export a checkpoint to LiteRT .tflite, ExecuTorch .pte or ONNX")
+    e = sub.add_parser("export", parents=[quiet, verbose],
+                       help="export a checkpoint to LiteRT .tflite, ExecuTorch .pte or ONNX")
     e.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"{MODEL_HELP} (default: %(default)s)")
-    e.add_argument("--size", default=size_default, help="HEIGHTxWIDTH, multiples of 14 (default: %(default)s)")
+    e.add_argument("--size", default=size_default,
+                   help=f"HEIGHTxWIDTH, multiples of 14, each side at most {MAX_SIDE} (default: %(default)s)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--precision", default=None,
                    help="comma-separated. LiteRT: fp32,fp16,int8,int4,static-int8,a16w8 (default fp32,int8); "
@@ -326,10 +373,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--input-dtype", default="float32", choices=["float32", "uint8"],
                    help="uint8: the .tflite takes resized RGB pixels [1,3,H,W] and normalises in the graph (fp32/fp16; "
                         "saves the GPU ~1.4 ms per call of input upload on the H200); default: %(default)s")
-    e.add_argument("--verbose", action="store_true", help="show the converter's own log")
     e.set_defaults(func=cmd_export)
 
-    i = sub.add_parser("inspect", parents=[as_json], help="ops, I/O, weights, delegation of model files (.tflite, .pte, .onnx)")
+    i = sub.add_parser("inspect", parents=[as_json, verbose],
+                       help="ops, I/O, weights, delegation of model files (.tflite, .pte, .onnx)")
     i.add_argument("files", nargs="*", metavar="FILE")
     i.add_argument("--no-gpu", action="store_true", help="skip the GPU compile check")
     i.add_argument("--ranges", action="store_true",
@@ -341,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --ranges: photos of the default image set to probe (default: %(default)s)")
     i.set_defaults(func=cmd_inspect)
 
-    r = sub.add_parser("predict", parents=[quiet, threads], help="depth maps for photos")
+    r = sub.add_parser("predict", parents=[quiet, verbose, threads, max_pixels], help="depth maps for photos")
     r.add_argument("images", nargs="+", metavar="IMAGE")
     r.add_argument("--model", default=DEFAULT_MODEL, help="a .tflite file or a checkpoint (as for export)")
     r.add_argument("--backend", default="cpu", choices=list(BACKENDS),
@@ -353,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write float .npy and 16-bit PNG depth (metric models: metres, millimetres)")
     r.set_defaults(func=cmd_predict)
 
-    v = sub.add_parser("validate", parents=[quiet, as_json, threads],
+    v = sub.add_parser("validate", parents=[quiet, verbose, as_json, threads, max_pixels],
                        help="parity of model files vs their PyTorch checkpoint on natural images")
     v.add_argument("artifacts", nargs="+", metavar="ARTIFACT|DIR")
     v.add_argument("--model", default=DEFAULT_MODEL, help="the checkpoint the files came from (default: %(default)s)")
@@ -361,25 +408,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated: {','.join(BACKENDS)}; each file runs on those its format has "
                         "(default: %(default)s)")
     v.add_argument("--images", default=None, help="a folder of your own photos (default: the bundled 110-image set)")
-    v.add_argument("--limit", type=int, default=None, help="use N images (spread over all sources)")
+    v.add_argument("--limit", type=_whole(1), default=None, help="use N images (spread over all sources)")
     v.add_argument("--plot", default=None, help="write a PNG histogram of per-image rel-L2")
     v.add_argument("--strict", action="store_true", help="exit 1 when any backend failed to compile")
     v.set_defaults(func=cmd_validate)
 
-    b = sub.add_parser("bench", parents=[quiet, as_json, threads],
+    b = sub.add_parser("bench", parents=[quiet, verbose, as_json, threads],
                        help="latency of model files, interleaved rounds (and PyTorch eager)")
     b.add_argument("artifacts", nargs="+", metavar="ARTIFACT")
     b.add_argument("--backend", default="cpu",
                    help="cpu, gpu (LiteRT, FP32 enforced), gpu-fp16 or openvino (.onnx) (default: %(default)s)")
-    b.add_argument("--rounds", type=int, default=6)
-    b.add_argument("--warmup", type=int, default=5, help="warm-up calls per variant per round (default: %(default)s)")
-    b.add_argument("--iters", type=int, default=12, help="timed calls per variant per round (default: %(default)s)")
+    b.add_argument("--rounds", type=_whole(1), default=6, help="rounds, at least 1 (default: %(default)s)")
+    b.add_argument("--warmup", type=_whole(0), default=5,
+                   help="warm-up calls per variant per round (default: %(default)s)")
+    b.add_argument("--iters", type=_whole(1), default=12,
+                   help="timed calls per variant per round, at least 1 (default: %(default)s)")
     b.add_argument("--torch", default=None, metavar="MODEL", help="also time PyTorch eager on this checkpoint")
     b.add_argument("--plot", default=None, help="write a PNG bar chart (median, IQR whiskers)")
     b.set_defaults(func=cmd_bench)
 
-    rl = sub.add_parser("release", parents=[quiet], help="build a release folder from a recipe (files, manifest, card)")
-    rl.add_argument("--recipe", default="recipes/depth-anything-v2-small.py")
+    rl = sub.add_parser("release", parents=[quiet, verbose],
+                        help="build a release folder from a recipe (files, manifest, card)")
+    rl.add_argument("--recipe", default=None,
+                    help="recipe file: Python that release executes, like setup.py, so only one you trust (default: "
+                         "recipes/depth-anything-v2-small.py of edgedepth's repository, not of the current folder)")
     rl.add_argument("--out", required=True, help="release folder to (re)create")
     rl.add_argument("--model", default=None, help="override the recipe's checkpoint (e.g. synthetic)")
     rl.add_argument("--sizes", default=None, help="override the recipe's sizes, comma-separated HxW")
@@ -387,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--no-gpu-check", action="store_true", help="skip the GPU delegation check")
     rl.set_defaults(func=cmd_release)
 
-    vf = sub.add_parser("verify", help="re-hash a release folder against its manifest.json")
+    vf = sub.add_parser("verify", parents=[verbose], help="re-hash a release folder against its manifest.json")
     vf.add_argument("folder")
     vf.set_defaults(func=cmd_verify)
 
@@ -397,30 +449,105 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _quiet_native_logs() -> None:
-    """Keep TensorFlow/absl INFO chatter from the converter and runtime off the terminal (errors still show)."""
+@contextlib.contextmanager
+def _quiet_native_logs(verbose: bool, owns_process: bool):
+    """Keep third-party log output off the terminal unless ``verbose`` (errors still show).
+
+    Python side: warnings, and log records below ERROR of every library (torchao's "Failed to load ..._C_*.so" via
+    the root logger, torch's ``_pytree`` deprecation lines via torch's own "torch" logger).  Native side (C++ writing
+    to fd 2, out of Python's reach): TensorFlow/absl INFO via their environment variables; LiteRT's INFO lines are
+    captured around each model load (``runtimes.litert.native_log_captured``, told by ``EDGEDEPTH_VERBOSE``); the lines
+    LiteRT writes as the process ends go to /dev/null when this call owns the process."""
+    import logging
+    import warnings
+
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("GLOG_minloglevel", "2")
+    saved_env = os.environ.get("EDGEDEPTH_VERBOSE")
+    loggers = [logging.getLogger(), logging.getLogger("torch")]
+    levels = [log.level for log in loggers]
+    with warnings.catch_warnings():
+        if verbose:
+            os.environ["EDGEDEPTH_VERBOSE"] = "1"
+        else:
+            warnings.simplefilter("ignore")
+            for log in loggers:
+                log.setLevel(logging.ERROR)
+            if owns_process:
+                atexit.register(_stderr_to_devnull)
+        try:
+            yield
+        finally:
+            for log, level in zip(loggers, levels):
+                log.setLevel(level)
+            if saved_env is None:
+                os.environ.pop("EDGEDEPTH_VERBOSE", None)
+            else:
+                os.environ["EDGEDEPTH_VERBOSE"] = saved_env
+
+
+def _stderr_to_devnull() -> None:
+    """At exit, after the last line of ours: LiteRT logs a line per accelerator as its environments are destroyed."""
+    sys.stderr.flush()
+    fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+_DISK_ERRORS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
+                errno.EROFS: "read-only file system"}
+
+
+_ATOMIC_TEMP = re.compile(r"^\.(.+)\.[a-z0-9_]{8}\.tmp$")     # fsutil.atomic_path's temp file for NAME
+
+
+def _disk_problem(e: BaseException) -> str | None:
+    """One line for a full disk, an exceeded quota or a read-only file system met anywhere (also under another
+    library's error that wrapped it), naming the file being written; None for anything else."""
+    while e is not None and not (isinstance(e, OSError) and e.errno in _DISK_ERRORS):
+        e = e.__cause__ or e.__context__
+    if e is None:
+        return None
+    # A failed write() names no file: the file is the atomic temp file that the writing frames hold (innermost first).
+    names = [e.filename] if e.filename else []
+    frames, tb = [], e.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    names += [v for f in reversed(frames) for v in f.f_locals.values() if isinstance(v, str)]
+    path = os.fspath(e.filename) if e.filename else None
+    for name in map(os.fspath, names):
+        m = _ATOMIC_TEMP.match(os.path.basename(name))
+        if m:
+            path = os.path.join(os.path.dirname(name), m.group(1))
+            break
+    where = f"cannot write {path!r}" if path else "cannot write the output"
+    return f"{where}: {_DISK_ERRORS[e.errno]}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    _quiet_native_logs()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except EdgedepthError as e:
-        print(f"edgedepth: error: {e.for_cli()}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("edgedepth: interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:  # an unexpected failure: still one line unless debugging
-        if os.environ.get("EDGEDEPTH_DEBUG"):
-            raise
-        print(f"edgedepth: error: unexpected {type(e).__name__}: {' '.join(str(e).split())[:500]} "
-              "(set EDGEDEPTH_DEBUG=1 for the traceback)", file=sys.stderr)
-        return 1
+    from . import interrupt
+    from .runtimes.litert import native_log_shown
+
+    with interrupt.handling():      # Ctrl-C: exit 130, also while native code runs (edgedepth.interrupt)
+        try:
+            args = build_parser().parse_args(argv)
+            verbose = bool(getattr(args, "verbose", False)) or native_log_shown()
+            with _quiet_native_logs(verbose, owns_process=argv is None):
+                return args.func(args)
+        except KeyboardInterrupt:
+            print("edgedepth: interrupted", file=sys.stderr)
+            return 130
+        except Exception as e:
+            disk = None if isinstance(e, EdgedepthError) else _disk_problem(e)
+            if isinstance(e, EdgedepthError) or disk:
+                print(f"edgedepth: error: {disk or e.for_cli()}", file=sys.stderr)
+                return 2 if disk else e.exit_code
+            if os.environ.get("EDGEDEPTH_DEBUG"):   # an unexpected failure: still one line unless debugging
+                raise
+            print(f"edgedepth: error: unexpected {type(e).__name__}: {' '.join(str(e).split())[:500]} "
+                  "(set EDGEDEPTH_DEBUG=1 for the traceback)", file=sys.stderr)
+            return 1
 
 
 if __name__ == "__main__":

@@ -28,6 +28,26 @@ def ensure_writable_dir(path: str) -> str:
 
 
 @contextlib.contextmanager
+def made_dir(path: str):
+    """:func:`ensure_writable_dir` for a block: if the block fails, the folders this call created are removed again
+    while they are still empty (``os.rmdir``, deepest first: never anything that holds a file)."""
+    missing, p = [], os.path.abspath(path)
+    while not os.path.exists(p) and os.path.dirname(p) != p:
+        missing.append(p)
+        p = os.path.dirname(p)
+    try:
+        ensure_writable_dir(path)
+        yield path
+    except BaseException:
+        for d in missing:
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+        raise
+
+
+@contextlib.contextmanager
 def atomic_path(final: str):
     """Yield a temp path next to ``final``; on success rename it to ``final``, on any error delete it."""
     folder = os.path.dirname(os.path.abspath(final))

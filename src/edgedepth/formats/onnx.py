@@ -23,6 +23,7 @@ import os
 
 import numpy as np
 
+from .. import interrupt
 from ..errors import EdgedepthError
 from ..family import DEFAULT_STEM
 from ..fsutil import atomic_path, write_bytes_atomic
@@ -254,26 +255,33 @@ def export(module, height: int, width: int, out_dir: str, precisions=("fp32",), 
 
     ``names``: {precision: file name (may hold a sub-folder)} to override :func:`file_name` (the release layout).
     """
-    progress = progress or (lambda stage: None)
+    stage = interrupt.checking(progress)    # each stage first raises an interrupt the exporter swallowed
     paths = {p: os.path.join(out_dir, (names or {}).get(p) or file_name(height, width, p, plain, stem))
              for p in precisions}
     for p in paths.values():
         os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
     model = None
     if "fp32" in paths or "int8" in paths or fp16_module is None:
-        progress(f"ONNX export FP32 {height}x{width} (torch.onnx dynamo, opset {OPSET})")
+        stage(f"ONNX export FP32 {height}x{width} (torch.onnx dynamo, opset {OPSET})")
         model = to_model_proto(module, height, width, verbose=verbose)
     fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain, stem) + ".src")
     try:
-        if model is not None and ("fp32" in paths or "int8" in paths):
-            _write(model, fp32)
-        if "fp16" in paths:
-            progress("ONNX FP16 (weights and compute)")
-            src = model if fp16_module is None else to_model_proto(fp16_module, height, width, verbose=verbose)
-            _write(to_fp16(src), paths["fp16"])
-        if "int8" in paths:
-            progress("ONNX INT8 (quantize_dynamic)")
-            quantize_int8(fp32, paths["int8"], verbose=verbose)
+        with interrupt.removed_on_failure([]) as written:      # failed or interrupted: none of its files is left
+            if model is not None and ("fp32" in paths or "int8" in paths):
+                interrupt.check()
+                written.append(fp32)
+                _write(model, fp32)
+            if "fp16" in paths:
+                stage("ONNX FP16 (weights and compute)")
+                src = model if fp16_module is None else to_model_proto(fp16_module, height, width, verbose=verbose)
+                interrupt.check()
+                written.append(paths["fp16"])
+                _write(to_fp16(src), paths["fp16"])
+            if "int8" in paths:
+                stage("ONNX INT8 (quantize_dynamic)")
+                written.append(paths["int8"])
+                quantize_int8(fp32, paths["int8"], verbose=verbose)
+                interrupt.check()
     finally:
         if "fp32" not in paths and os.path.exists(fp32):
             os.remove(fp32)

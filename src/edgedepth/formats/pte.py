@@ -38,6 +38,7 @@ import time
 
 import numpy as np
 
+from .. import interrupt
 from ..errors import EdgedepthError
 from ..family import DEFAULT_STEM
 from ..fsutil import atomic_path
@@ -338,6 +339,7 @@ def export_executorch(module, height: int, width: int, out_path: str, backend: s
     t0 = time.perf_counter()
     program, stats = lower(module, height, width, backend, precision, rewrites=rewrites, int8_ops=int8_ops,
                            verbose=verbose)
+    interrupt.check()           # Ctrl-C swallowed while lowering: stop before writing
     with atomic_path(out_path) as tmp, open(tmp, "wb") as f:
         program.write_to_file(f)
     stats["bytes"] = os.path.getsize(out_path)
@@ -353,16 +355,18 @@ def export(module, height: int, width: int, out_dir: str, backends=("xnnpack",),
 
     Returns {(backend, precision): stats}; ``progress(stage_name)`` is called as each file starts.
     """
-    progress = progress or (lambda stage: None)
+    stage = interrupt.checking(progress)    # each stage first raises an interrupt the exporter swallowed
     out = {}
-    for backend in backends:
-        for precision in precisions:
-            if precision == "int8" and backend != "xnnpack":
-                continue
-            progress(f"ExecuTorch {backend} {precision.upper()} {height}x{width}")
-            path = os.path.join(out_dir, file_name(height, width, backend, precision, stem))
-            out[(backend, precision)] = export_executorch(module, height, width, path, backend, precision,
-                                                          rewrites=rewrites, verbose=verbose)
+    with interrupt.removed_on_failure([]) as written:          # failed or interrupted: none of its files is left
+        for backend in backends:
+            for precision in precisions:
+                if precision == "int8" and backend != "xnnpack":
+                    continue
+                stage(f"ExecuTorch {backend} {precision.upper()} {height}x{width}")
+                path = os.path.join(out_dir, file_name(height, width, backend, precision, stem))
+                written.append(path)
+                out[(backend, precision)] = export_executorch(module, height, width, path, backend, precision,
+                                                              rewrites=rewrites, verbose=verbose)
     return out
 
 

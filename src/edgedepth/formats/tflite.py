@@ -9,18 +9,21 @@ Files are written via temp + rename; a failed export leaves no partial file.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
+from .. import interrupt
 from ..errors import EdgedepthError
 from ..family import DEFAULT_STEM
-from ..fsutil import atomic_path
+from ..fsutil import write_bytes_atomic
 from ..progress import quiet_output as _quiet
 from .tflite_precisions import LADDER, calibration_inputs, quantize
 
@@ -294,8 +297,12 @@ def pixel_input(module):
 
 def convert_fp32(module, height: int, width: int, path: str, *, verbose: bool = False,
                  input_dtype: str = "float32") -> None:
-    """Trace ``module`` at [1,3,H,W] and write the FP32 .tflite atomically (``input_dtype`` uint8: see pixel_input)."""
-    import litert_torch
+    """Trace ``module`` at [1,3,H,W] and write the FP32 .tflite atomically (``input_dtype`` uint8: see pixel_input).
+
+    The flatbuffer is taken as bytes (``model_content``: the same bytes its own file export writes) and written from
+    Python: litert-torch's C++ file writer aborts the whole process on a full disk ("LLVM ERROR: IO failure on output
+    stream"), Python raises an ``OSError``.  The converter's native log (absl, oneDNN) is kept off the terminal unless
+    ``verbose``, and shown when the conversion fails."""
     import torch
 
     rng = np.random.default_rng(0)
@@ -304,10 +311,41 @@ def convert_fp32(module, height: int, width: int, path: str, *, verbose: bool = 
         sample = torch.from_numpy(rng.integers(0, 256, (1, 3, height, width), dtype=np.uint8))
     else:
         sample = torch.from_numpy(rng.standard_normal((1, 3, height, width), dtype=np.float32))
-    with _quiet(not verbose), torch.no_grad():
-        edge = litert_torch.convert(module.eval(), (sample,))
-        with atomic_path(path) as tmp:
-            edge.export(tmp)
+    with _native_log(verbose), _quiet(not verbose), torch.no_grad():
+        import litert_torch
+
+        data = litert_torch.convert(module.eval(), (sample,)).model_content()
+    interrupt.check()           # Ctrl-C swallowed inside the converter: stop before writing
+    ensure_space(os.path.dirname(os.path.abspath(path)), len(data))
+    write_bytes_atomic(path, data)
+
+
+_LOG_NOISE = re.compile(r"^(INFO: |I\d{4} |WARNING: All log messages before absl::InitializeLog)")
+
+
+@contextlib.contextmanager
+def _native_log(verbose: bool):
+    """What native code (converter, TFLite interpreter) writes to stderr in the block stays off the terminal unless
+    ``verbose``; when the block fails, its lines other than INFO are shown (the native account of what went wrong)."""
+    from ..runtimes.litert import native_log_captured
+
+    log: list[str] = []
+    try:
+        with native_log_captured(log, show=verbose):
+            yield
+    except Exception:
+        for line in log:
+            if not _LOG_NOISE.match(line):
+                print(line, file=sys.stderr)
+        raise
+
+
+def ensure_space(folder: str, need: int) -> None:
+    """Raise a one-line error when ``folder``'s file system has less than ``need`` bytes free."""
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        raise EdgedepthError(f"not enough free space in {folder!r}: about {need / 1e6:.1f} MB needed, "
+                             f"{free / 1e6:.1f} MB free")
 
 
 def quantize_int8(fp32_path: str, path: str, *, verbose: bool = False) -> None:
@@ -327,24 +365,33 @@ def export(module, height: int, width: int, out_dir: str, precisions=DEFAULT_PRE
     if input_dtype == "uint8" and not set(precisions) <= set(PIXEL_INPUT_PRECISIONS):
         raise EdgedepthError(f"--input-dtype uint8 is exported for --precision {','.join(PIXEL_INPUT_PRECISIONS)} only "
                              "(float compute: the GPU files; the integer precisions are not measured with a uint8 input)")
-    progress = progress or (lambda stage: None)
+    stage = interrupt.checking(progress)
     paths = {p: os.path.join(out_dir, file_name(height, width, p, plain, stem, input_dtype)) for p in precisions}
     fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain, stem) + ".int8src")
-    progress(f"convert FP32 {height}x{width}")
-    convert_fp32(module, height, width, fp32, verbose=verbose, input_dtype=input_dtype)
     calibration = None
     try:
-        for p in precisions:
-            if p == "fp32":
-                continue
-            if needs_calibration([p]) and calibration is None:
-                progress(f"calibration inputs ({height}x{width})")
-                calibration = calibration_inputs(height, width)
-            progress(f"quantize {p}")
-            quantize(fp32, paths[p], p, calibration=calibration, verbose=verbose)
+        with interrupt.removed_on_failure([]) as written:      # failed or interrupted: none of its files is left
+            stage(f"convert FP32 {height}x{width}")
+            written.append(fp32)
+            convert_fp32(module, height, width, fp32, verbose=verbose, input_dtype=input_dtype)
+            for p in precisions:
+                if p == "fp32":
+                    continue
+                if needs_calibration([p]) and calibration is None:
+                    stage(f"calibration inputs ({height}x{width})")
+                    calibration = calibration_inputs(height, width)
+                stage(f"quantize {p}")
+                # the quantizer writes through mmap, which a full disk answers with SIGBUS, not an error: every
+                # precision is smaller than the FP32 file, so that much free space is enough
+                ensure_space(out_dir, os.path.getsize(fp32))
+                written.append(paths[p])
+                with _native_log(verbose):      # calibration runs the TFLite interpreter, which logs
+                    quantize(fp32, paths[p], p, calibration=calibration, verbose=verbose)
+                interrupt.check()
     finally:
-        if "fp32" not in paths and os.path.exists(fp32):
-            os.remove(fp32)
+        if "fp32" not in paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(fp32)
     return paths
 
 

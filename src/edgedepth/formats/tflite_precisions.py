@@ -26,7 +26,7 @@ import dataclasses
 from typing import Callable
 
 from ..errors import EdgedepthError
-from ..fsutil import atomic_path
+from ..fsutil import write_bytes_atomic
 from ..progress import quiet_output as _quiet
 
 INT4_BLOCK = 32             # FULLY_CONNECTED input-dim block of the int4 file (divides 384, 1536 and tiny's 32)
@@ -145,8 +145,8 @@ def quantize(fp32_path: str, path: str, precision, *, calibration=None, verbose:
                 result = q.quantize(ranges)
             else:
                 result = q.quantize()
-            with atomic_path(path) as tmp:
-                result.export_model(tmp, overwrite=True)
+            # written from Python, not by the quantizer's mmap (a full disk would kill the process with SIGBUS)
+            write_bytes_atomic(path, bytes(result.quantized_model))
     except EdgedepthError:
         raise
     except Exception as e:      # the quantizer's own message names the op / config it cannot handle

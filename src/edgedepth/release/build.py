@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 
-from .. import formats
+from .. import formats, interrupt
 from ..errors import EdgedepthError
 from . import manifest as mf, outdir
 from ..formats.tflite_precisions import LADDER
@@ -205,7 +205,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
     from ..images import image_set, image_set_hash
     from ..preprocess import parse_size
 
-    step = progress or (lambda s: None)
+    step = interrupt.checking(progress)      # every stage start is a point where a swallowed Ctrl-C stops
     model_spec = recipe.model
     sizes = list(recipe.sizes)
     parsed = [parse_size(s) for s in sizes]

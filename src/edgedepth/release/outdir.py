@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 
+from .. import interrupt
 from ..errors import EdgedepthError
 from . import manifest as mf
 
@@ -257,6 +258,7 @@ def staged(out: str):
         try:
             open(os.path.join(staging, MARKER), "wb").close()
             yield staging
+            interrupt.check()               # a Ctrl-C that native code swallowed never replaces a release
             check_out_dir(out)              # again: nothing foreign may have appeared during the build
             _normal_permissions(staging)
             try:

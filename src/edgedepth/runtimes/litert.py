@@ -7,7 +7,11 @@ GPU backends never fall back to the CPU silently: compilation with the GPU alone
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import sys
+import tempfile
 
 import numpy as np
 
@@ -16,6 +20,50 @@ from . import FileRunner
 
 BACKENDS = ("cpu", "gpu", "gpu-fp16")
 SIGNATURE = "serving_default"
+
+
+def native_log_shown() -> bool:
+    """Whether native libraries may write their own log lines (LiteRT INFO, the converter's absl/TF lines) to stderr:
+    only with ``EDGEDEPTH_VERBOSE`` set (the CLI's ``--verbose`` sets it)."""
+    return os.environ.get("EDGEDEPTH_VERBOSE", "") not in ("", "0")
+
+
+@contextlib.contextmanager
+def native_log_captured(lines: list, show: bool | None = None):
+    """Send fd 2 to a temp file while the block runs, then append what was written there to ``lines``.
+
+    LiteRT logs INFO lines from C++ straight to fd 2 (dozens per model load; there is no Python API to raise its
+    minimum severity), which Python's own redirection cannot catch.  ``show`` (default :func:`native_log_shown`)
+    leaves fd 2 alone.  Python's writes to stderr inside the block are captured too.  The file has a name
+    (``$TMPDIR/edgedepth-native-log-*.txt``, removed after the block) so that a native crash inside the block, which
+    ends the process before anything can be shown, leaves its last words behind."""
+    try:
+        buf = None if (native_log_shown() if show is None else show) else \
+            tempfile.NamedTemporaryFile(prefix="edgedepth-native-log-", suffix=".txt")
+    except OSError:             # no writable temp folder: then the lines show
+        buf = None
+    if buf is None:
+        yield lines
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with buf:
+        os.dup2(buf.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            buf.seek(0)
+            lines.extend(buf.read().decode("utf-8", "replace").splitlines())
+
+
+_RE_NATIVE_ERROR = re.compile(r"^(?:ERROR: \[[^\]]*\]|E\d{4} [^\]]*\])\s*(\S.*)$")
+
+
+def _native_errors(lines: list[str]) -> list[str]:
+    """The error lines of a captured LiteRT log (``ERROR: [file:line] text``, absl ``E0000 ... file:line] text``)."""
+    return [m.group(1).strip() for m in map(_RE_NATIVE_ERROR.match, lines) if m]
 
 
 def _options(backend: str, threads: int):
@@ -43,10 +91,14 @@ class LiteRTRunner(FileRunner):
 
         self.path, self.backend, self.threads = path, backend, threads
         self.name = f"litert-{backend}"
+        log: list[str] = []
         try:
-            self._cm = CompiledModel.from_file(path, options=_options(backend, threads))
+            with native_log_captured(log):
+                self._cm = CompiledModel.from_file(path, options=_options(backend, threads))
         except RuntimeError as e:
-            msg = re.sub(r"^ERROR: \[[^\]]*\]\s*└\s*", "", " ".join(str(e).split()))
+            msg = re.sub(r"^(?:ERROR: \[[^\]]*\]\s*(?:└\s*)?)+", "", " ".join(str(e).split()))
+            reasons = [r for r in dict.fromkeys(_native_errors(log)) if r not in msg]   # what LiteRT logged
+            msg = "; ".join(([msg] if msg else []) + reasons)[:500] or " ".join(str(e).split())
             raise EdgedepthError(f"LiteRT could not compile {path!r} for {backend}: {msg}") from None
         sigs = self._cm.get_signature_list()
         if SIGNATURE not in sigs:
@@ -59,15 +111,31 @@ class LiteRTRunner(FileRunner):
         self.input_dtype = "uint8" if self._in.get("dtype") == "uint8" else "float32"
         self.output_shape = tuple(self._out["shape"])
         self.fully_accelerated = self._cm.is_fully_accelerated()
-        self._ib = self._cm.create_input_buffers(0)
-        self._ob = self._cm.create_output_buffers(0)
+        with native_log_captured([]):
+            self._ib = self._cm.create_input_buffers(0)
+            self._ob = self._cm.create_output_buffers(0)
         self._n_out = int(np.prod(self.output_shape))
+        self._first_run = True
 
     def run(self, x: np.ndarray) -> np.ndarray:
+        if self._first_run:         # the first call sets up another LiteRT environment, which logs as it does
+            self._first_run = False
+            with native_log_captured([]):
+                return self._run(x)
+        return self._run(x)
+
+    def _run(self, x: np.ndarray) -> np.ndarray:
         self._ib[0].write(self._checked(x))
         self._cm.run_by_index(0, self._ib, self._ob)
         return self._ob[0].read(self._n_out, np.float32).reshape(self.output_shape)
 
     def close(self) -> None:
-        self._ib = self._ob = None
-        self._cm = None
+        if getattr(self, "_cm", None) is None:
+            return
+        with native_log_captured([]):   # releasing the model logs a line per accelerator
+            self._ib = self._ob = None
+            self._cm = None
+
+    def __del__(self):                  # a runner dropped without close(): release it as quietly
+        with contextlib.suppress(Exception):
+            self.close()

@@ -1,0 +1,112 @@
+"""Ctrl-C that always ends a command: exit 130, its temp files removed, even while the converter runs.
+
+Python runs a SIGINT handler between bytecodes of the main thread, and raises ``KeyboardInterrupt`` from there.  During
+a conversion that can be inside a callback whose exceptions the interpreter prints and drops: measured with
+litert-torch, Ctrl-C as the conversion starts lands in JAX's garbage-collector callback ("Exception ignored in:
+<function _xla_gc_callback>") and the export carried on to exit 0.  Two defences, installed by :func:`handling`:
+
+- every interrupt is recorded before it is raised, and :func:`check` raises it again: the export code calls it after
+  each converter returns and before each file is committed, so an interrupt swallowed by a bare ``except`` in a
+  library still ends the command there;
+- a ``KeyboardInterrupt`` that reaches :data:`sys.unraisablehook` (gc callbacks, ``__del__``, weakref callbacks) is
+  not printed but delivered again a moment later, when the interpreter is usually outside that callback.
+
+Native code that holds the main thread without returning to Python delays both until it returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+
+REDELIVER_S = 0.1       # delay before an interrupt that was swallowed is delivered again
+
+_state = {"active": False, "interrupted": False, "timer": None}
+
+
+def interrupted() -> bool:
+    """Whether Ctrl-C was pressed since :func:`handling` started (False outside it)."""
+    return _state["interrupted"]
+
+
+def check() -> None:
+    """Raise ``KeyboardInterrupt`` if an interrupt was recorded: call it where a swallowed interrupt must not let work
+    go on (after a converter returns, before a file or folder is put in place)."""
+    if _state["interrupted"]:
+        raise KeyboardInterrupt
+
+
+def checking(progress=None):
+    """``progress(stage_name)`` (or nothing) that first calls :func:`check`: each stage start is a point to stop."""
+    def stage(name: str) -> None:
+        check()
+        if progress:
+            progress(name)
+
+    return stage
+
+
+@contextlib.contextmanager
+def removed_on_failure(paths: list):
+    """When the block fails or is interrupted, remove every file named in ``paths`` (the block appends each file it is
+    about to write, before writing it): a failed command leaves none of the files it was making."""
+    try:
+        yield paths
+    except BaseException:
+        for p in paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(p)
+        raise
+
+
+def _handler(signum, frame) -> None:
+    _state["interrupted"] = True
+    raise KeyboardInterrupt
+
+
+def _send() -> None:
+    if _state["active"]:
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def _redeliver() -> None:
+    timer = _state["timer"]
+    if timer is not None and timer.is_alive():
+        return
+    timer = threading.Timer(REDELIVER_S, _send)
+    timer.daemon = True
+    _state["timer"] = timer
+    timer.start()
+
+
+@contextlib.contextmanager
+def handling():
+    """Install the recording SIGINT handler (and the unraisable-exception hook) for the block; restore both after.
+
+    Outside the main thread (where Python cannot install signal handlers) the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous_hook = sys.unraisablehook
+
+    def unraisable(info) -> None:
+        if isinstance(info.exc_value, KeyboardInterrupt) and _state["active"]:
+            _redeliver()        # swallowed where it was raised: deliver it again, outside that callback
+            return
+        previous_hook(info)
+
+    previous = signal.signal(signal.SIGINT, _handler)
+    sys.unraisablehook = unraisable
+    _state.update(active=True, interrupted=False)
+    try:
+        yield
+    finally:
+        _state.update(active=False, interrupted=False)
+        if _state["timer"] is not None:
+            _state["timer"].cancel()
+            _state["timer"] = None
+        sys.unraisablehook = previous_hook
+        signal.signal(signal.SIGINT, previous)
