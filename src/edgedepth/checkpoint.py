@@ -231,40 +231,37 @@ HUB_PROBE_TIMEOUT_S = 3.0
 
 
 def _hub_unreachable() -> str | None:
-    """None when the Hugging Face hub answers a TCP connection within :data:`HUB_PROBE_TIMEOUT_S`; else why not.
+    """None when the Hugging Face hub answers an HTTP request within :data:`HUB_PROBE_TIMEOUT_S`; else why not.
 
-    The endpoint is the one huggingface_hub uses (``HF_ENDPOINT``), reached through the proxy that applies to it, if
-    any; ``HF_HUB_OFFLINE`` counts as no network.  Without this, a hub id with no network meant ~30-40 s of
-    huggingface_hub's retries before the error."""
-    import socket
+    The endpoint is the one huggingface_hub uses (``HF_ENDPOINT``), through the proxy urllib picks for it, if any;
+    ``HF_HUB_OFFLINE`` counts as no network.  An HTTP answer of any status counts as reachable; a refused or failed
+    connection, or one that is accepted but never answered (a captive or dead proxy), does not.  Without this, a hub
+    id with no network meant ~30 s of huggingface_hub's retries, or a hang, before the error."""
     import threading
-    import urllib.parse
+    import urllib.error
     import urllib.request
 
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE:
         return "HF_HUB_OFFLINE is set"
-    url = urllib.parse.urlsplit(constants.ENDPOINT)
-    host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
-    where = f"the hub {url.scheme}://{host}:{port}"
-    proxy = urllib.request.getproxies().get(url.scheme)
-    if proxy and not urllib.request.proxy_bypass(host):
-        p = urllib.parse.urlsplit(proxy if "://" in proxy else "http://" + proxy)
-        host, port = p.hostname or "", p.port or (443 if p.scheme == "https" else 80)
-        where = f"the proxy {host}:{port} for the hub"
+    where = f"the hub {constants.ENDPOINT}"
     outcome: list = []
 
     def probe() -> None:        # in a thread: name resolution has no timeout of its own
         try:
-            socket.create_connection((host, port), timeout=HUB_PROBE_TIMEOUT_S).close()
+            req = urllib.request.Request(constants.ENDPOINT, method="HEAD")
+            urllib.request.urlopen(req, timeout=HUB_PROBE_TIMEOUT_S).close()
             outcome.append(None)
-        except OSError as e:
-            outcome.append(e.strerror or str(e) or type(e).__name__)
+        except urllib.error.HTTPError:          # it answered (401, 404, 5xx): the network works
+            outcome.append(None)
+        except Exception as e:  # noqa: BLE001  (URLError, timeouts, resets, a garbled reply: no usable hub)
+            reason = getattr(e, "reason", None) or e
+            outcome.append(getattr(reason, "strerror", None) or str(reason) or type(reason).__name__)
 
     t = threading.Thread(target=probe, daemon=True)
     t.start()
-    t.join(HUB_PROBE_TIMEOUT_S)
+    t.join(HUB_PROBE_TIMEOUT_S + 0.5)
     if not outcome:
         return f"{where} did not answer within {HUB_PROBE_TIMEOUT_S:g} s"
     return None if outcome[0] is None else f"{where} cannot be reached ({outcome[0]})"

@@ -456,7 +456,7 @@ def _quiet_native_logs(verbose: bool, owns_process: bool):
     Python side: warnings, and log records below ERROR of every library (torchao's "Failed to load ..._C_*.so" via
     the root logger, torch's ``_pytree`` deprecation lines via torch's own "torch" logger).  Native side (C++ writing
     to fd 2, out of Python's reach): TensorFlow/absl INFO via their environment variables; LiteRT's INFO lines are
-    captured around each model load (``runtimes.litert.native_log_captured``, told by ``EDGEDEPTH_VERBOSE``); the lines
+    captured around each model load (``runtimes.native_log_captured``, told by ``EDGEDEPTH_VERBOSE``); the lines
     LiteRT writes as the process ends go to /dev/null when this call owns the process."""
     import logging
     import warnings
@@ -527,7 +527,7 @@ def _disk_problem(e: BaseException) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     from . import interrupt
-    from .runtimes.litert import native_log_shown
+    from .runtimes import native_log_shown
 
     with interrupt.handling():      # Ctrl-C: exit 130, also while native code runs (edgedepth.interrupt)
         try:

@@ -327,7 +327,7 @@ _LOG_NOISE = re.compile(r"^(INFO: |I\d{4} |WARNING: All log messages before absl
 def _native_log(verbose: bool):
     """What native code (converter, TFLite interpreter) writes to stderr in the block stays off the terminal unless
     ``verbose``; when the block fails, its lines other than INFO are shown (the native account of what went wrong)."""
-    from ..runtimes.litert import native_log_captured
+    from ..runtimes import native_log_captured
 
     log: list[str] = []
     try:

@@ -7,6 +7,10 @@ Every runner takes the float32 model input [1,3,H,W] (numpy) and returns float32
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 from typing import Protocol
 
 import numpy as np
@@ -48,3 +52,40 @@ class FileRunner:
                                  f"not {x.dtype}" + (" pixels (a file exported with input_dtype uint8 takes those)"
                                                      if x.dtype == np.uint8 else ""))
         return np.ascontiguousarray(x)
+
+
+def native_log_shown() -> bool:
+    """Whether native libraries may write their own log lines (LiteRT INFO, the converter's absl/TF lines) to stderr:
+    only with ``EDGEDEPTH_VERBOSE`` set (the CLI's ``--verbose`` sets it)."""
+    return os.environ.get("EDGEDEPTH_VERBOSE", "") not in ("", "0")
+
+
+@contextlib.contextmanager
+def native_log_captured(lines: list, show: bool | None = None):
+    """Send fd 2 to a temp file while the block runs, then append what was written there to ``lines``.
+
+    Native runtimes log from C++ straight to fd 2, which Python's own redirection cannot catch: LiteRT dozens of INFO
+    lines per model load (no Python API raises its minimum severity), ExecuTorch cpuinfo probing and the *reason* of a
+    load failure (its exception only carries an error code).  ``show`` (default :func:`native_log_shown`)
+    leaves fd 2 alone.  Python's writes to stderr inside the block are captured too.  The file has a name
+    (``$TMPDIR/edgedepth-native-log-*.txt``, removed after the block) so that a native crash inside the block, which
+    ends the process before anything can be shown, leaves its last words behind."""
+    try:
+        buf = None if (native_log_shown() if show is None else show) else \
+            tempfile.NamedTemporaryFile(prefix="edgedepth-native-log-", suffix=".txt")
+    except OSError:             # no writable temp folder: then the lines show
+        buf = None
+    if buf is None:
+        yield lines
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with buf:
+        os.dup2(buf.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            buf.seek(0)
+            lines.extend(buf.read().decode("utf-8", "replace").splitlines())

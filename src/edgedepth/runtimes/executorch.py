@@ -7,15 +7,10 @@ process-wide (the last runner created wins; the threadpool is reset only when th
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-import tempfile
-
 import numpy as np
 
 from ..errors import EdgedepthError
-from . import FileRunner
+from . import FileRunner, native_log_captured
 
 METHOD = "forward"
 
@@ -23,26 +18,6 @@ METHOD = "forward"
 def _one_line(e: BaseException) -> str:
     text = " ".join(str(e).split())
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
-
-
-@contextlib.contextmanager
-def _native_log_captured(lines: list):
-    """Send fd 2 to a temp file while the block runs, then append what was written to ``lines``.
-
-    ExecuTorch's C++ runtime logs to stderr: cpuinfo probing on the first load (noise on a terminal) and the *reason*
-    of a load failure (e.g. "Backend VulkanBackend is not registered.": the exception only carries an error code).
-    """
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as buf:
-        os.dup2(buf.fileno(), 2)
-        try:
-            yield lines
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            buf.seek(0)
-            lines.extend(buf.read().decode("utf-8", "replace").splitlines())
 
 
 def _load_reason(lines: list) -> str:
@@ -71,7 +46,7 @@ class ExecuTorchRunner(FileRunner):
         from executorch.runtime import Runtime
 
         log: list[str] = []
-        with _native_log_captured(log):
+        with native_log_captured(log, show=False):
             rt = Runtime.get()
         missing = [b for b in self.backends if not rt.backend_registry.is_available(b)]
         if missing:
@@ -80,7 +55,7 @@ class ExecuTorchRunner(FileRunner):
                 f"register (it has: {', '.join(rt.backend_registry.registered_backend_names)})")
         log = []
         try:
-            with _native_log_captured(log):
+            with native_log_captured(log, show=False):
                 _set_threads(threads)  # creating the threadpool probes cpuinfo, which logs to fd 2
                 self._program = rt.load_program(path)
                 self._method = self._program.load_method(METHOD)

@@ -8,54 +8,15 @@ GPU backends never fall back to the CPU silently: compilation with the GPU alone
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import sys
-import tempfile
 
 import numpy as np
 
 from ..errors import EdgedepthError
-from . import FileRunner
+from . import FileRunner, native_log_captured
 
 BACKENDS = ("cpu", "gpu", "gpu-fp16")
 SIGNATURE = "serving_default"
-
-
-def native_log_shown() -> bool:
-    """Whether native libraries may write their own log lines (LiteRT INFO, the converter's absl/TF lines) to stderr:
-    only with ``EDGEDEPTH_VERBOSE`` set (the CLI's ``--verbose`` sets it)."""
-    return os.environ.get("EDGEDEPTH_VERBOSE", "") not in ("", "0")
-
-
-@contextlib.contextmanager
-def native_log_captured(lines: list, show: bool | None = None):
-    """Send fd 2 to a temp file while the block runs, then append what was written there to ``lines``.
-
-    LiteRT logs INFO lines from C++ straight to fd 2 (dozens per model load; there is no Python API to raise its
-    minimum severity), which Python's own redirection cannot catch.  ``show`` (default :func:`native_log_shown`)
-    leaves fd 2 alone.  Python's writes to stderr inside the block are captured too.  The file has a name
-    (``$TMPDIR/edgedepth-native-log-*.txt``, removed after the block) so that a native crash inside the block, which
-    ends the process before anything can be shown, leaves its last words behind."""
-    try:
-        buf = None if (native_log_shown() if show is None else show) else \
-            tempfile.NamedTemporaryFile(prefix="edgedepth-native-log-", suffix=".txt")
-    except OSError:             # no writable temp folder: then the lines show
-        buf = None
-    if buf is None:
-        yield lines
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with buf:
-        os.dup2(buf.fileno(), 2)
-        try:
-            yield lines
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            buf.seek(0)
-            lines.extend(buf.read().decode("utf-8", "replace").splitlines())
 
 
 _RE_NATIVE_ERROR = re.compile(r"^(?:ERROR: \[[^\]]*\]|E\d{4} [^\]]*\])\s*(\S.*)$")

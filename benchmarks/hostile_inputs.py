@@ -1,0 +1,178 @@
+"""What a careless or hostile input costs a user, before and after issue 27, in one run on this machine.
+
+    .venv/bin/python benchmarks/hostile_inputs.py --before DIR [--out benchmarks/results/hostile_inputs.json]
+
+DIR is a checkout of the older commit (``git worktree add DIR e8be3ce``); its code runs with this venv through
+PYTHONPATH.  Every case runs ``python -m edgedepth ...`` in a child, as a user would, once with each code base, and
+records: exit code, the one ``edgedepth:`` line (or the last stderr line), seconds to exit, the child's peak RSS (wait4)
+and what the case checks on disk afterwards.  Cases: predict on a 9400x9400 and a 12000x12000 photo and a 30000x30000
+decompression bomb (tiny model; the 12000x12000 photo again with the new pixel cap raised), a hub id with no answering network (HF_ENDPOINT = a loopback server that accepts and
+never replies), Ctrl-C while the converter runs, and ``release --out`` a folder holding a user's file.  Only loopback is
+contacted.  Timings are single runs on a noisy machine: orders of magnitude, not benchmarks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "benchmarks", "results", "hostile_inputs.json")
+CAP_S = 240                       # a case still running after this is killed and recorded as such
+
+
+def flat_png(path: str, width: int, height: int) -> None:
+    """A black RGB PNG of any size, streamed (never held in memory): what a 'decompression bomb' is."""
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+    z, row = zlib.compressobj(9), b"\x00" * (1 + 3 * width)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)))
+        data = b"".join(z.compress(row) for _ in range(height)) + z.flush()
+        f.write(chunk(b"IDAT", data) + chunk(b"IEND", b""))
+
+
+class SilentServer:
+    """A loopback TCP server that accepts connections and never answers: a network that hangs."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                self.held.append(self.sock.accept()[0])
+            except OSError:
+                return
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+
+def run(code: str, args: list[str], env_extra: dict | None = None, interrupt_on: str | None = None) -> dict:
+    """``python -m edgedepth ARGS`` with ``code`` (a src folder) first on the path; SIGINT once stderr shows
+    ``interrupt_on``.  Returns exit code, the edgedepth line, seconds, peak RSS."""
+    env = {**os.environ, "PYTHONPATH": code, **(env_extra or {})}
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-m", "edgedepth", *args], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                         env=env, cwd=tempfile.gettempdir())
+    err, sent = b"", None
+    os.set_blocking(p.stderr.fileno(), False)
+    while True:
+        chunk = p.stderr.read() or b""
+        err += chunk
+        if interrupt_on and sent is None and interrupt_on.encode() in err:
+            p.send_signal(2)
+            sent = time.perf_counter()
+        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() - t0 > CAP_S:
+            p.kill()
+            pid, status, usage = os.wait4(p.pid, 0)
+            break
+        time.sleep(0.05)
+    end = time.perf_counter()
+    err += p.stderr.read() or b""
+    lines = [ln.strip() for ln in err.decode(errors="replace").replace("\r", "\n").splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.startswith("edgedepth:")] or lines[-1:]
+    return {"exit_code": os.waitstatus_to_exitcode(status), "said": said[0][:300] if said else "",
+            "seconds": round(end - t0, 1), "peak_rss_gb": round(usage.ru_maxrss / 2**20, 2),
+            "killed_after_cap": end - t0 > CAP_S,
+            **({"seconds_from_sigint_to_exit": round(end - sent, 1)} if sent else {}),
+            "traceback": "Traceback" in err.decode(errors="replace")}
+
+
+def cases(work: str, tiny: str) -> dict:
+    """name -> (args, env_extra, interrupt_on, check) ; ``check(result_dir)`` says what was left on disk."""
+    photos = {n: os.path.join(work, f"{n}.png") for n in ("9400", "12000", "30000")}
+    for n, p in photos.items():
+        if not os.path.exists(p):
+            flat_png(p, int(n), int(n))
+    silent = SilentServer()
+    hf_home = tempfile.mkdtemp(dir=work, prefix="hf-home-")
+    return {
+        "predict_photo_9400x9400": (["predict", photos["9400"], "--model", tiny, "-o", "{out}", "--quiet"], {}, None),
+        "predict_photo_12000x12000": (["predict", photos["12000"], "--model", tiny, "-o", "{out}", "--quiet"], {}, None),
+        # the same photo with the cap raised (after) / as before: what decoding and colouring it costs in memory
+        "predict_photo_12000x12000_cap_raised": (["predict", photos["12000"], "--model", tiny, "-o", "{out}", "--quiet",
+                                                  "{after:--max-pixels=200000000}"], {}, None),
+        "predict_bomb_30000x30000": (["predict", photos["30000"], "--model", tiny, "-o", "{out}", "--quiet"], {}, None),
+        "predict_hub_id_no_network": (["predict", photos["9400"], "--model", "someone/not-cached", "-o", "{out}",
+                                       "--quiet"], {"HF_ENDPOINT": silent.url, "HF_HOME": hf_home}, None),
+        "export_ctrl_c_during_conversion": (["export", "--model", "synthetic-tiny", "--size", "56x70", "--out", "{out}"],
+                                            {}, "convert FP32"),
+        "release_into_folder_with_user_file": (["release", "--recipe", "{recipe}", "--out", "{out}", "--model", "synthetic-tiny", "--sizes",
+                                                "28x42", "--parity-images", "0", "--no-gpu-check", "--quiet"], {},
+                                               None),
+    }
+
+
+def left_on_disk(out: str) -> dict:
+    names = sorted(os.listdir(out)) if os.path.isdir(out) else []
+    parent = os.path.dirname(out)
+    litter = sorted(n for n in os.listdir(parent) if n.startswith("." + os.path.basename(out)))
+    return {"files_in_output": names, "hidden_beside_output": litter}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", required=True, help="a checkout of the older commit (git worktree)")
+    ap.add_argument("--out", default=OUT)
+    a = ap.parse_args(argv)
+    codes = {"before": os.path.join(os.path.abspath(a.before), "src"), "after": os.path.join(ROOT, "src")}
+    rev = subprocess.run(["git", "-C", a.before, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="edgedepth-hostile-") as work:
+        tiny = os.path.join(work, "tiny")
+        subprocess.run([sys.executable, "-m", "edgedepth", "export", "--model", "synthetic-tiny", "--size", "56x70",
+                        "--precision", "fp32", "--out", tiny, "--quiet"], check=True, capture_output=True)
+        tiny = os.path.join(tiny, next(n for n in os.listdir(tiny) if n.endswith(".tflite")))
+        results = {}
+        for name, (args, env, sig) in cases(work, tiny).items():
+            for side, code in codes.items():         # before and after back to back, same inputs
+                out = tempfile.mkdtemp(dir=work, prefix=f"{side}-{name}-") + "/out"
+                if name.startswith("release"):
+                    os.makedirs(out)
+                    with open(os.path.join(out, "thesis.txt"), "w") as f:
+                        f.write("a user's file\n")
+                recipe = os.path.join(os.path.dirname(code), "recipes", "depth-anything-v2-small.py")
+                args_now = [x[len("{after:"):-1] if x.startswith("{after:") else x for x in args
+                            if side == "after" or not x.startswith("{after:")]     # options the old code lacks
+                r = run(code, [x.replace("{out}", out).replace("{recipe}", recipe) for x in args_now], env, sig)
+                r.update(left_on_disk(out))
+                results.setdefault(name, {})[side] = r
+                print(f"{name:38s} {side:6s} exit {r['exit_code']:4d} {r['seconds']:7.1f} s "
+                      f"{r['peak_rss_gb']:5.2f} GB  {r['said'][:90]}", flush=True)
+    report = {"kind": "edgedepth.hostile_inputs", "date": datetime.date.today().isoformat(),
+              "before": rev.stdout.strip() or a.before, "cpu": _cpu(), "cases": results,
+              "method": "one child process per case and code base, back to back; peak RSS from wait4 (ru_maxrss); "
+                        f"cases still running after {CAP_S} s are killed; tiny model: synthetic-tiny 56x70 FP32 .tflite"}
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, a.out)
+    return 0
+
+
+def _cpu() -> str:
+    return next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
