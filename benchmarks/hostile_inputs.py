@@ -28,7 +28,7 @@ import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "benchmarks", "results", "hostile_inputs.json")
-CAP_S = 240                       # a case still running after this is killed and recorded as such
+CAP_S = 120                       # a case still running after this is killed and recorded as such
 
 
 def flat_png(path: str, width: int, height: int) -> None:
@@ -156,6 +156,8 @@ def main(argv=None) -> int:
                             if side == "after" or not x.startswith("{after:")]     # options the old code lacks
                 r = run(code, [x.replace("{out}", out).replace("{recipe}", recipe) for x in args_now], env, sig)
                 r.update(left_on_disk(out))
+                if name.startswith("release"):
+                    r["user_file_kept"] = os.path.isfile(os.path.join(out, "thesis.txt"))
                 results.setdefault(name, {})[side] = r
                 print(f"{name:38s} {side:6s} exit {r['exit_code']:4d} {r['seconds']:7.1f} s "
                       f"{r['peak_rss_gb']:5.2f} GB  {r['said'][:90]}", flush=True)

@@ -13,6 +13,7 @@ from md_browser import section_playground
 from md_common import R, load
 from md_family import section_family, summary_lines as family_summary
 from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
+from md_hostile import section_hostile
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
 from md_peers import section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary
 
@@ -455,6 +456,7 @@ def main():
                         "(`benchmarks/release_parity.sh`). A rebuild's manifest and model card embed these rows for files "
                         "whose SHA-256 matches.")
     section_reproducibility(L)
+    section_hostile(L)
     section_parity(L, "parity_swiftshader.json", "Parity vs PyTorch on the GPU accelerator (SwiftShader, CPU machine)",
                    note="The full-size files compile fully on SwiftShader, but a full-size GPU run fails there when LiteRT "
                         "locks the tensor buffer (the row below says so; a software Vulkan driver, not the graph: the same "

@@ -166,3 +166,22 @@ def test_predict_and_reports_onto_a_full_disk(full_disk, tiny_plain_export):
     assert_one_line_error(r, "no space left on device", str(full_disk / "report.json"))
     assert _only_filler(full_disk) == [] or (_only_filler(full_disk) == ["depth"]
                                              and os.listdir(full_disk / "depth") == [])
+
+
+@pytest.mark.parametrize("stage", ["rewrites + export", "manifest, model card"])
+def test_sigint_during_release_leaves_the_earlier_release(tmp_path, stage):
+    """D10: Ctrl-C while a release converts, or as it writes the manifest (just before the swap) -> exit 130, the
+    earlier release byte-identical, no staging folder or lock left beside it (it once ended with exit 0 and a
+    replaced release)."""
+    from test_release_folder import TINY as TINY_RECIPE, fake_release, snapshot
+
+    recipe = tmp_path / "tiny.py"
+    recipe.write_text("RECIPE = " + repr(TINY_RECIPE) + "\n")
+    before = snapshot(fake_release(tmp_path / "rel"))
+    child = _Child("release", "--recipe", recipe, "--out", tmp_path / "rel", "--no-gpu-check")
+    child.wait_for(stage)
+    child.proc.send_signal(signal.SIGINT)
+    assert child.finish() == 130, child.stderr[-3000:]
+    assert _lines(child.stderr)[-1] == "edgedepth: interrupted", child.stderr[-3000:]
+    assert snapshot(tmp_path / "rel") == before
+    assert sorted(os.listdir(tmp_path)) == ["rel", "tiny.py"]
