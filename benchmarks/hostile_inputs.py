@@ -65,21 +65,24 @@ class SilentServer:
         return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
 
 
-def run(code: str, args: list[str], env_extra: dict | None = None, interrupt_on: str | None = None) -> dict:
-    """``python -m edgedepth ARGS`` with ``code`` (a src folder) first on the path; SIGINT once stderr shows
-    ``interrupt_on``.  Returns exit code, the edgedepth line, seconds, peak RSS."""
+def run(code: str, args: list[str], env_extra: dict | None = None, interrupt_on: str | None = None,
+        delay: float = 0.0) -> dict:
+    """``python -m edgedepth ARGS`` with ``code`` (a src folder) first on the path; SIGINT ``delay`` s after stderr
+    shows ``interrupt_on``.  Returns exit code, the edgedepth line, seconds, peak RSS."""
     env = {**os.environ, "PYTHONPATH": code, **(env_extra or {})}
     t0 = time.perf_counter()
     p = subprocess.Popen([sys.executable, "-m", "edgedepth", *args], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                          env=env, cwd=tempfile.gettempdir())
-    err, sent = b"", None
+    err, sent, seen = b"", None, None
     os.set_blocking(p.stderr.fileno(), False)
     while True:
         chunk = p.stderr.read() or b""
         err += chunk
         if interrupt_on and sent is None and interrupt_on.encode() in err:
-            p.send_signal(2)
-            sent = time.perf_counter()
+            seen = seen or time.perf_counter()
+            if time.perf_counter() - seen >= delay:
+                p.send_signal(2)
+                sent = time.perf_counter()
         pid, status, usage = os.wait4(p.pid, os.WNOHANG)
         if pid:
             break
@@ -116,8 +119,10 @@ def cases(work: str, tiny: str) -> dict:
         "predict_bomb_30000x30000": (["predict", photos["30000"], "--model", tiny, "-o", "{out}", "--quiet"], {}, None),
         "predict_hub_id_no_network": (["predict", photos["9400"], "--model", "someone/not-cached", "-o", "{out}",
                                        "--quiet"], {"HF_ENDPOINT": silent.url, "HF_HOME": hf_home}, None),
-        "export_ctrl_c_during_conversion": (["export", "--model", "synthetic-tiny", "--size", "56x70", "--out", "{out}"],
-                                            {}, "convert FP32"),
+        # SIGINT 0 / 0.3 / 0.5 / 1 s after the conversion starts (where JAX's gc callback used to swallow it)
+        **{f"export_ctrl_c_during_conversion+{d:g}s": (["export", "--model", "synthetic-tiny", "--size", "56x70",
+                                                      "--out", "{out}"], {}, ("convert FP32", d))
+           for d in (0.0, 0.3, 0.5, 1.0)},
         "release_into_folder_with_user_file": (["release", "--recipe", "{recipe}", "--out", "{out}", "--model", "synthetic-tiny", "--sizes",
                                                 "28x42", "--parity-images", "0", "--no-gpu-check", "--quiet"], {},
                                                None),
@@ -135,6 +140,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", required=True, help="a checkout of the older commit (git worktree)")
     ap.add_argument("--out", default=OUT)
+    ap.add_argument("--only", default=None, help="re-run the cases whose name starts with this, merged into --out")
     a = ap.parse_args(argv)
     codes = {"before": os.path.join(os.path.abspath(a.before), "src"), "after": os.path.join(ROOT, "src")}
     rev = subprocess.run(["git", "-C", a.before, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
@@ -145,6 +151,8 @@ def main(argv=None) -> int:
         tiny = os.path.join(tiny, next(n for n in os.listdir(tiny) if n.endswith(".tflite")))
         results = {}
         for name, (args, env, sig) in cases(work, tiny).items():
+            if a.only and not name.startswith(a.only):
+                continue
             for side, code in codes.items():         # before and after back to back, same inputs
                 out = tempfile.mkdtemp(dir=work, prefix=f"{side}-{name}-") + "/out"
                 if name.startswith("release"):
@@ -154,7 +162,7 @@ def main(argv=None) -> int:
                 recipe = os.path.join(os.path.dirname(code), "recipes", "depth-anything-v2-small.py")
                 args_now = [x[len("{after:"):-1] if x.startswith("{after:") else x for x in args
                             if side == "after" or not x.startswith("{after:")]     # options the old code lacks
-                r = run(code, [x.replace("{out}", out).replace("{recipe}", recipe) for x in args_now], env, sig)
+                r = run(code, [x.replace("{out}", out).replace("{recipe}", recipe) for x in args_now], env, *(sig or ()))
                 r.update(left_on_disk(out))
                 if name.startswith("release"):
                     r["user_file_kept"] = os.path.isfile(os.path.join(out, "thesis.txt"))
@@ -165,6 +173,11 @@ def main(argv=None) -> int:
               "before": rev.stdout.strip() or a.before, "cpu": _cpu(), "cases": results,
               "method": "one child process per case and code base, back to back; peak RSS from wait4 (ru_maxrss); "
                         f"cases still running after {CAP_S} s are killed; tiny model: synthetic-tiny 56x70 FP32 .tflite"}
+    if a.only:                       # merged into the earlier record: its cases kept, the re-run noted
+        old = json.load(open(a.out))
+        report["cases"] = {k: v for k, v in old["cases"].items() if not k.startswith(a.only)} | results
+        report["re_runs"] = old.get("re_runs", []) + [{"date": report["date"], "cases": sorted(results)}]
+        report["date"] = old["date"]
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
         f.write(json.dumps(report, indent=2) + "\n")

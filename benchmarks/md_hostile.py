@@ -26,7 +26,8 @@ def _cell(r: dict) -> str:
         left = [f"thesis.txt {'kept' if r['user_file_kept'] else '**deleted**'}"] + [n for n in left if n != "thesis.txt"]
     extra = f"; after SIGINT {r['seconds_from_sigint_to_exit']:.1f} s" if "seconds_from_sigint_to_exit" in r else ""
     return (f"exit {r['exit_code']}, {r['seconds']:.1f} s, {r['peak_rss_gb']:.2f} GB{extra}; "
-            f"in the folder: {', '.join(left) if left else 'nothing'}" + (f"; says “{said}”" if said else ""))
+            f"in the folder: {', '.join(left) if left else 'nothing'}"
+            + (f"; says “{said}”" if said.startswith("edgedepth") else f"; stderr ends “{said}”" if said else ""))
 
 
 def section_hostile(L: list[str]) -> None:
