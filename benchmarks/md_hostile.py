@@ -7,10 +7,11 @@ from md_common import load
 LABELS = {
     "predict_photo_9400x9400": "`predict` a 9400×9400 photo (88 MP)",
     "predict_photo_12000x12000": "`predict` a 12000×12000 photo (144 MP)",
-    "predict_photo_12000x12000_cap_raised": "the same with `--max-pixels 200000000` (after only)",
+    "predict_photo_12000x12000_cap_raised": "the same photo; after: with `--max-pixels 200000000`",
     "predict_bomb_30000x30000": "`predict` a 30000×30000 PNG bomb",
     "predict_hub_id_no_network": "`predict --model OWNER/NAME` not cached, network accepts but never answers",
-    "export_ctrl_c_during_conversion": "Ctrl-C while the converter runs (`export`)",
+    **{f"export_ctrl_c_during_conversion+{d}s": f"Ctrl-C {d} s after `export`'s conversion starts"
+       for d in ("0", "0.3", "0.5", "1")},
     "release_into_folder_with_user_file": "`release --out` a folder holding `thesis.txt`",
 }
 
@@ -36,7 +37,9 @@ def section_hostile(L: list[str]) -> None:
         return
     L += ["## Hostile input: what a careless user costs", "",
           f"`benchmarks/hostile_inputs.py`, one run on {r['cpu']} ({r['date']}), each case as a child process with the "
-          f"code of commit {r['before']} (before issue 27) and of this tree (after), back to back. {r['method']}. "
+          f"code of commit {r['before']} (before issue 27) and of this tree (after). Method: {r['method']}"
+          + (f" (re-run {', '.join(x['date'] for x in r['re_runs'])}: the Ctrl-C rows)" if r.get("re_runs") else "")
+          + ". "
           "Every case is also a test in `tests/bad_input/` (single runs: seconds are orders of magnitude).", "",
           "| case | before | after |", "|---|---|---|"]
     for name, sides in r["cases"].items():
