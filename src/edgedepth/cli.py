@@ -31,17 +31,14 @@ def _list_option(flag: str, text: str, allowed) -> list[str]:
 
 def cmd_export(args) -> int:
     from .fsutil import made_dir
-    from .preprocess import parse_size
 
-    parse_size(args.size)
-    with made_dir(args.out):      # a failed export leaves no empty folder behind
+    with made_dir(args.out):      # checks the folder is writable; a failed export leaves no empty folder behind
         return _export(args)
 
 
 def _export(args) -> int:
     from . import formats
     from .checkpoint import load_checkpoint
-    from .fsutil import ensure_writable_dir
     from .preprocess import parse_size
     from .progress import Stages
 
@@ -49,7 +46,6 @@ def _export(args) -> int:
     fmt = formats.target(args.target)
     default = getattr(fmt.module, "DEFAULT_PRECISIONS", fmt.module.PRECISIONS)
     precisions = _list_option("--precision", args.precision or ",".join(default), fmt.module.PRECISIONS)
-    ensure_writable_dir(args.out)
     if args.plain and args.fp16_safe:
         raise EdgedepthError("--fp16-safe is a rewrite: it cannot be combined with --plain")
     formats.check_input_dtype(fmt, precisions, args.input_dtype)
