@@ -33,11 +33,15 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
-# LiteRT.js and ONNX Runtime Web for the browser playground, exact versions from web/package-lock.json (no CDN at
-# run time).
+# LiteRT.js and ONNX Runtime Web for the browser playground, plus transformers.js and @huggingface/tasks for the
+# tests (tests/js/), exact versions from web/package-lock.json (no CDN at run time). Offline-safe: install scripts are
+# skipped, then re-run with ONNXRUNTIME_NODE_INSTALL=skip, so onnxruntime-node keeps the CPU binary it ships instead of
+# downloading CUDA providers; sharp's binary comes from the locked @img/sharp-linux-x64 npm packages.
 web/node_modules/.package-lock.json: web/package.json web/package-lock.json
 	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null; }
-	npm ci --prefix web --no-audit --no-fund
+	npm ci --prefix web --ignore-scripts --no-audit --no-fund
+	ONNXRUNTIME_NODE_INSTALL=skip npm rebuild --prefix web --no-audit --no-fund
+	@touch $@
 
 demo: setup
 	@bash scripts/demo.sh $(OUT)

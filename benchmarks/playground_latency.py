@@ -234,7 +234,8 @@ class NativeOrt(Native):
 
         self.key = f"onnxruntime-cpu:{entry['precision']}"
         self.label = f"Python onnxruntime CPU, {THREADS} threads ({entry['precision'].upper()} .onnx)"
-        self.runner = OrtRunner(os.path.join(folder, entry["path"]), threads=THREADS)
+        h, w = entry["input"]["shape"][2:]     # a dynamic-size file runs at the size its entry was verified at
+        self.runner = OrtRunner(os.path.join(folder, entry["path"]), threads=THREADS, size=(h, w))
         self.x = x
         self.output = np.asarray(self.runner.run(self.x), np.float32).ravel()
         self.info = {"threads": THREADS, "version": onnxruntime.__version__}

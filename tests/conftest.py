@@ -234,6 +234,25 @@ def export_in_child(out, size: str, *extra, env_extra: dict | None = None) -> No
     assert r.returncode == 0, r.stderr[-3000:]
 
 
+TINY_RELEASE_RECIPE = "recipes/depth-anything-v2-small.py"
+TINY_RELEASE_ARGS = ["--model", "synthetic-tiny", "--sizes", "28x42", "--parity-images", "2", "--quiet"]
+
+
+def build_tiny_release(out, env_extra: dict | None = None):
+    """The tiny release (synthetic-tiny, the default recipe at 28x42: LiteRT, ExecuTorch, ONNX with config.json and
+    preprocessor_config.json) built by the CLI in a child process; ~90 s."""
+    r = run_cli("release", "--recipe", TINY_RELEASE_RECIPE, "--out", out, *TINY_RELEASE_ARGS,
+                env={**os.environ, **(env_extra or {})})
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_release(tmp_path_factory):
+    """One tiny release folder for the session (read-only by convention: copy it before changing anything)."""
+    return build_tiny_release(tmp_path_factory.mktemp("tiny_release") / "release")
+
+
 @pytest.fixture(scope="session")
 def full_release_518x686(tmp_path_factory):
     """The full synthetic release's 518x686 LiteRT files (FP32, FP16 weights, INT8, and the uint8-input FP16-weight

@@ -141,7 +141,8 @@ def test_signature_and_describe(onnx_export, precision):
     path = onnx_export[precision].path
     info = ox.describe(path)
     assert set(info) == {"path", "bytes", "format", "opset", "producer", "inputs", "outputs", "ops", "op_histogram",
-                         "weights", "precision"}
+                         "weights", "precision", "size", "dynamic"}
+    assert info["size"] == list(TINY_SIZE) and info["dynamic"] is False
     assert info["inputs"] == [{"name": "pixel_values", "shape": [1, 3, *TINY_SIZE], "dtype": "float32"}]
     assert info["outputs"] == [{"name": "predicted_depth", "shape": [1, *TINY_SIZE], "dtype": "float32"}]
     assert info["precision"] == precision

@@ -8,25 +8,16 @@ import shutil
 
 import pytest
 
-from conftest import OTHER_KERNELS, run_cli
-
-RECIPE = "recipes/depth-anything-v2-small.py"
-ARGS = ["--model", "synthetic-tiny", "--sizes", "28x42", "--parity-images", "2", "--quiet"]
+from conftest import OTHER_KERNELS, TINY_RELEASE_ARGS as ARGS, TINY_RELEASE_RECIPE as RECIPE, build_tiny_release, run_cli
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "release_sha256.json")
 # The second build runs with PyTorch's scalar kernels, oneDNN limited to SSE4.1 and one thread: a different CPU as far
 # as every float kernel is concerned.  Its files must still be the same bytes.
 
 
 @pytest.fixture(scope="module")
-def two_builds(tmp_path_factory):
-    root = tmp_path_factory.mktemp("release")
-    outs = []
-    for i, extra in enumerate(({}, OTHER_KERNELS)):  # separate processes: nothing shared in memory between the builds
-        out = root / f"build{i}"
-        r = run_cli("release", "--recipe", RECIPE, "--out", out, *ARGS, env={**os.environ, **extra})
-        assert r.returncode == 0, r.stderr[-3000:]
-        outs.append(out)
-    return outs
+def two_builds(tmp_path_factory, tiny_release):
+    """The session's tiny release and a second build in another process under other CPU kernels."""
+    return [tiny_release, build_tiny_release(tmp_path_factory.mktemp("release") / "build1", OTHER_KERNELS)]
 
 
 def _files(folder):

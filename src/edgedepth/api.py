@@ -124,11 +124,12 @@ def open(path: str) -> Model:  # noqa: A001  (edgedepth.open, like the builtin, 
 
 def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = "litert",
            precisions=("fp32", "int8"), rewrites="default", backends=None, progress=None,
-           input_dtype: str = "float32") -> list[str]:
+           input_dtype: str = "float32", dynamic_size: bool = False) -> list[str]:
     """Export a checkpoint (a spec such as ``"synthetic"``, ``HF_ID@REV``, a folder, or a loaded Checkpoint) to
     ``out_dir``; returns the written paths.  ``target``: ``"litert"`` (.tflite), ``"executorch"`` (.pte) or ``"onnx"``
     (.onnx; precisions fp32, fp16, int8).  ``input_dtype="uint8"`` (LiteRT fp32/fp16): files that take the resized
-    pixels (``_u8in``, the GPU files).  Open a result with :func:`open` and run it on ``backend="cpu"`` (ONNX
+    pixels (``_u8in``, the GPU files).  ``dynamic_size=True`` (ONNX): symbolic height and width, any multiples of 14
+    (what transformers.js needs); ``size`` is then the size edgedepth runs the file at.  Open a result with :func:`open` and run it on ``backend="cpu"`` (ONNX
     Runtime for .onnx) or ``"openvino"``.  Arguments are checked before anything is loaded; an ``out_dir`` this call
     creates is removed again if the export fails before writing a file."""
     from .fsutil import made_dir
@@ -139,6 +140,11 @@ def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = 
     rewrites = _rewrites(rewrites, model)
     if input_dtype not in ("float32", "uint8"):
         raise EdgedepthError(f"input_dtype {input_dtype!r}: choose from float32, uint8", option="input_dtype")
+    if not isinstance(dynamic_size, bool):
+        raise EdgedepthError(f"dynamic_size {dynamic_size!r}: True or False", option="dynamic_size")
+    if dynamic_size and not getattr(fmt.module, "DYNAMIC_SIZE", False):
+        raise EdgedepthError(f"dynamic_size: {fmt.target_name} files have a fixed input size (ONNX files can be "
+                             "dynamic)", option="dynamic_size")
     if backends is not None:
         if fmt.name != "pte":
             raise EdgedepthError(f"backends {backends!r}: only ExecuTorch files take an export backend "
@@ -150,7 +156,7 @@ def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = 
         ckpt = _checkpoint(model)
         files = formats.export(ckpt.model, h, w, out_dir, target_name=target, precisions=precisions,
                                rewrites=rewrites, backends=backends, progress=progress, stem=ckpt.file_stem,
-                               input_dtype=input_dtype)
+                               input_dtype=input_dtype, dynamic=dynamic_size)
     return [f.path for f in files]
 
 

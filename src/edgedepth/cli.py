@@ -49,6 +49,8 @@ def _export(args) -> int:
     if args.plain and args.fp16_safe:
         raise EdgedepthError("--fp16-safe is a rewrite: it cannot be combined with --plain")
     formats.check_input_dtype(fmt, precisions, args.input_dtype)
+    if args.dynamic_size and not getattr(fmt.module, "DYNAMIC_SIZE", False):
+        raise EdgedepthError(f"--dynamic-size is for ONNX files (--target onnx); {args.target} files have a fixed size")
     if args.fp16_safe and fmt.name != "tflite":
         raise EdgedepthError("--fp16-safe is for LiteRT's GPU precision: use it with --target litert")
     backends = None
@@ -69,7 +71,7 @@ def _export(args) -> int:
         ckpt = load_checkpoint(args.model)
         files = formats.export(ckpt.model, *size, args.out, target_name=args.target, precisions=precisions,
                                rewrites=rewrites, backends=backends, verbose=args.verbose, progress=stages.start,
-                               stem=ckpt.file_stem, input_dtype=args.input_dtype)
+                               stem=ckpt.file_stem, input_dtype=args.input_dtype, dynamic=args.dynamic_size)
     for f in files:
         st = f.stats
         extra = (f", {st['delegated_nodes']} nodes delegated, {st['non_delegated_nodes']} not"
@@ -369,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--input-dtype", default="float32", choices=["float32", "uint8"],
                    help="uint8: the .tflite takes resized RGB pixels [1,3,H,W] and normalises in the graph (fp32/fp16; "
                         "saves the GPU ~1.4 ms per call of input upload on the H200); default: %(default)s")
+    e.add_argument("--dynamic-size", action="store_true",
+                   help="ONNX: height and width symbolic (any multiples of 14, what transformers.js needs); --size is "
+                        "then the size it is checked and run at by edgedepth")
     e.set_defaults(func=cmd_export)
 
     i = sub.add_parser("inspect", parents=[as_json, verbose],

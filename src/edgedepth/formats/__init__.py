@@ -76,7 +76,9 @@ class Artifact:
 
     @property
     def input_shape(self) -> tuple[int, ...]:
-        return tuple(self.info["inputs"][0]["shape"])
+        """The shape edgedepth feeds it: a dynamic-size file's symbolic H, W replaced by the size it runs at."""
+        shape = tuple(self.info["inputs"][0]["shape"])
+        return (*shape[:2], *self.info["size"]) if self.info.get("dynamic") else shape
 
     @property
     def size(self) -> tuple[int, int]:
@@ -149,17 +151,21 @@ def check_input_dtype(fmt: Format, precisions, input_dtype: str) -> None:
 
 def export(model, height: int, width: int, out_dir: str, *, target_name: str = "litert", precisions=("fp32", "int8"),
            rewrites="default", backends=None, verbose: bool = False, progress=None,
-           stem: str | None = None, input_dtype: str = "float32") -> list[Exported]:
+           stem: str | None = None, input_dtype: str = "float32", dynamic: bool = False) -> list[Exported]:
     """Export a checkpoint's model (``Checkpoint.model``) at one size to ``out_dir`` through the format registry.
 
     ``rewrites``: ``"default"`` (the target's default rewrites), names, or ``()`` for the plain baseline.  Every target
     prepares the model with :func:`edgedepth.rewrites.prepare`; files are written atomically.  ``stem`` starts every file
     name (``Checkpoint.file_stem``: the family member); default ``depth_anything_v2_small``.  ``input_dtype`` "uint8"
     (LiteRT only): files that take resized uint8 pixels, normalisation in the graph (``tflite.pixel_input``).
+    ``dynamic`` (formats with ``DYNAMIC_SIZE``, ONNX): height and width symbolic, any multiples of 14.
     """
     fmt = target(target_name)
     check_input_dtype(fmt, precisions, input_dtype)
+    if dynamic and not getattr(fmt.module, "DYNAMIC_SIZE", False):
+        raise EdgedepthError(f"--dynamic-size: {fmt.target_name} files have a fixed input size (ONNX files can be dynamic)")
     extra = {"input_dtype": input_dtype} if input_dtype != "float32" else {}
+    extra |= {"dynamic": True} if dynamic else {}
     return fmt.module.export_model(model, height, width, out_dir, precisions=tuple(precisions), rewrites=rewrites,
                                    backends=backends, verbose=verbose, progress=progress, stem=stem or DEFAULT_STEM,
                                    **extra)

@@ -1,7 +1,10 @@
 """ONNX ``.onnx`` format: export (FP32, FP16, dynamic INT8), check, describe, and the runners that read it.
 
-Export: ``torch.onnx.export(dynamo=True)`` at opset 18, static input ``pixel_values`` float32 [1,3,H,W] and output
-``predicted_depth`` float32 [1,H,W] (the names transformers.js and onnx-community's files use).  Then:
+Export: ``torch.onnx.export(dynamo=True)`` at opset 18, input ``pixel_values`` float32 [1,3,H,W] and output
+``predicted_depth`` float32 [1,H,W] (the names transformers.js and onnx-community's files use).  H and W are fixed
+(static) or, with ``dynamic=True``, symbolic (``height``/``width``, multiples of 14: what onnx-community ships and
+transformers.js needs, since its preprocessing picks a size per photo).  A dynamic file records the size edgedepth
+verified it at (metadata ``edgedepth.size``); edgedepth's runners run it at that size unless told another.  Then:
 
 - FP16 = ``onnxruntime.transformers.float16.convert_float_to_float16`` (weights *and* compute in float16) with
   float32 I/O kept (``keep_io_types``), so every file of a release takes the same input;
@@ -40,6 +43,18 @@ BACKENDS = ("cpu", "openvino")
 # nodes (519-625) for no measured gain, so they stay out.
 DEFAULT_REWRITES = ("drop_attention_mask", "freeze_position_embedding", "static_attention", "fold_attention_scale",
                     "fold_layerscale", "fuse_qkv")
+# Dynamic files: the position embedding cannot be frozen for one size (the graph resizes it per input, as
+# transformers does), and the head's output size must stay symbolic (rewrites/symbolic_output_size.py).
+DYNAMIC_REWRITES = ("drop_attention_mask", "symbolic_output_size", "static_attention", "fold_attention_scale",
+                    "fold_layerscale", "fuse_qkv")
+DYNAMIC_SIZE = True                     # export(dynamic=True) writes files with symbolic H and W
+DYNAMIC_DIMS = ("height", "width")      # dim_param names of a dynamic file's H and W (onnx-community's)
+SIZE_KEY = "edgedepth.size"             # metadata of a dynamic file: "HxW", the size edgedepth runs it at
+# A dynamic export is traced at this size, whatever size it is verified at: non-square and off the 37x37 native grid,
+# so transformers' position-embedding branch traced is the resize (a square 518x518 trace would skip it), and the
+# bytes do not depend on the release's size.  5x7 patches: a fast trace.
+TRACE_SIZE = (70, 98)
+MAX_PATCHES = 100                       # per side: preprocess.MAX_SIDE / 14
 _ONNX_DTYPES = {1: "float32", 10: "float16", 11: "float64", 7: "int64", 6: "int32", 3: "int8", 2: "uint8", 9: "bool"}
 
 
@@ -79,7 +94,8 @@ def _load(path: str):
 
 
 def check(path: str):
-    """Check ``path`` is a complete, valid ONNX model with one float32 [1,3,H,W] input and one [1,H,W] output."""
+    """Check ``path`` is a complete, valid ONNX model with one float32 [1,3,H,W] input and one [1,H,W] output
+    (H, W fixed, or both symbolic)."""
     model = _load(path)
     _check_signature(model, path)
     return model
@@ -99,16 +115,32 @@ def _check_signature(model, path: str) -> None:
         raise EdgedepthError(f"{path!r}: expected 1 input and 1 output, got {len(ins)} and {len(outs)}")
     s, o = ins[0]["shape"], outs[0]["shape"]
     static = all(isinstance(d, int) and d > 0 for d in s)
-    if len(s) != 4 or not static or s[0] != 1 or s[1] != 3 or ins[0]["dtype"] != "float32":
-        raise EdgedepthError(f"{path!r}: input {ins[0]['name']!r} is {ins[0]['dtype']}{s}; edgedepth runs static "
+    dynamic = len(s) == 4 and all(isinstance(d, int) and d > 0 for d in s[:2]) and all(isinstance(d, str) for d in s[2:])
+    if len(s) != 4 or not (static or dynamic) or s[0] != 1 or s[1] != 3 or ins[0]["dtype"] != "float32":
+        raise EdgedepthError(f"{path!r}: input {ins[0]['name']!r} is {ins[0]['dtype']}{s}; edgedepth runs "
                              "float32 [1,3,H,W] ONNX files (export one with: edgedepth export --target onnx)")
     if len(o) != 3 or list(o[1:]) != list(s[2:]):
         raise EdgedepthError(f"{path!r}: output {outs[0]['name']!r} is {o}, expected [1,{s[2]},{s[3]}]")
 
 
+def _size_of(model, inputs: list[dict], path: str) -> tuple[list[int], bool]:
+    """([H, W] edgedepth runs the file at, dynamic?): the input's own H, W, or a dynamic file's recorded size."""
+    shape = inputs[0]["shape"]
+    if all(isinstance(d, int) for d in shape[2:]):
+        return [int(shape[2]), int(shape[3])], False
+    meta = {p.key: p.value for p in model.metadata_props}
+    from ..preprocess import DEFAULT_SIZE, parse_size
+
+    try:
+        return list(parse_size(meta[SIZE_KEY])) if SIZE_KEY in meta else list(DEFAULT_SIZE), True
+    except EdgedepthError:
+        raise EdgedepthError(f"{path!r}: metadata {SIZE_KEY} = {meta[SIZE_KEY][:40]!r} is not a size HxW") from None
+
+
 def describe(path: str) -> dict:
     """Static description: path, bytes, format, opset, producer, inputs/outputs, ops (count), op histogram,
-    weights (bytes per dtype), precision (fp32/fp16/int8 from the weights)."""
+    weights (bytes per dtype), precision (fp32/fp16/int8 from the weights), size (the [H, W] edgedepth runs it at)
+    and dynamic (H and W symbolic)."""
     model = check(path)
     hist = collections.Counter(n.op_type for n in model.graph.node)
     weights: collections.Counter = collections.Counter()
@@ -118,14 +150,18 @@ def describe(path: str) -> dict:
     int8 = any(op in hist for op in ("MatMulInteger", "ConvInteger", "DynamicQuantizeLinear"))
     precision = "int8" if int8 else ("fp16" if weights.get("float16", 0) > weights.get("float32", 0) else "fp32")
     opset = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
+    inputs = [_value_info(v) for v in model.graph.input if v.name not in init]
+    size, dynamic = _size_of(model, inputs, path)
     return {
         "path": path,
         "bytes": os.path.getsize(path),
         "format": f"onnx ir{model.ir_version} opset {opset.get('ai.onnx')}",
         "opset": opset,
         "producer": f"{model.producer_name} {model.producer_version}".strip(),
-        "inputs": [_value_info(v) for v in model.graph.input if v.name not in init],
+        "inputs": inputs,
         "outputs": [_value_info(v) for v in model.graph.output],
+        "size": size,
+        "dynamic": dynamic,
         "ops": sum(hist.values()),
         "op_histogram": dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))),
         "weights": dict(sorted(weights.items())),
@@ -141,12 +177,15 @@ def format_text(info: dict) -> str:
         f"  inputs  {io(info['inputs'])}",
         f"  outputs {io(info['outputs'])}",
         f"  {info['ops']} ops: {top}{', …' if len(info['op_histogram']) > 8 else ''}",
+        *([f"  dynamic height and width (multiples of 14); edgedepth runs it at {info['size'][0]}x{info['size'][1]}"]
+          if info.get("dynamic") else []),
         "  runs on: ONNX Runtime (--backend cpu), OpenVINO (--backend openvino)",
     ])
 
 
-def file_name(height: int, width: int, precision: str, plain: bool = False, stem: str = DEFAULT_STEM) -> str:
-    return f"{stem}_{height}x{width}_{precision}{'_plain' if plain else ''}.onnx"
+def file_name(height: int, width: int, precision: str, plain: bool = False, stem: str = DEFAULT_STEM,
+              dynamic: bool = False) -> str:
+    return f"{stem}_{height}x{width}_{precision}{'_plain' if plain else ''}{'_dynamic' if dynamic else ''}.onnx"
 
 
 def _strip_provenance(model) -> None:
@@ -176,19 +215,45 @@ def _strip_provenance(model) -> None:
             del n.metadata_props[:]
 
 
-def to_model_proto(module, height: int, width: int, *, verbose: bool = False):
-    """Trace ``module`` (pixel_values [1,3,H,W] -> depth [1,H,W]) to an ONNX ModelProto (dynamo exporter, opset 18)."""
+def to_model_proto(module, height: int, width: int, *, dynamic: bool = False, verbose: bool = False):
+    """Trace ``module`` (pixel_values [1,3,H,W] -> depth [1,H,W]) to an ONNX ModelProto (dynamo exporter, opset 18).
+
+    ``dynamic``: H and W symbolic multiples of 14 (traced at :data:`TRACE_SIZE`), named ``height``/``width``, and
+    ``height``x``width`` recorded as the size edgedepth runs the file at."""
     import torch
 
     _need("onnxscript", "onnxscript")
-    sample = torch.from_numpy(np.random.default_rng(0).standard_normal((1, 3, height, width), dtype=np.float32))
+    shape = (1, 3, *(TRACE_SIZE if dynamic else (height, width)))
+    sample = torch.from_numpy(np.random.default_rng(0).standard_normal(shape, dtype=np.float32))
+    dims = None
+    if dynamic:
+        hp, wp = (torch.export.Dim(n, min=2, max=MAX_PATCHES) for n in ("patches_h", "patches_w"))
+        dims = {"pixel_values": {2: 14 * hp, 3: 14 * wp}}
     with _quiet(not verbose), torch.no_grad():
         program = torch.onnx.export(module.eval(), (sample,), None, dynamo=True, opset_version=OPSET,
                                     input_names=[INPUT_NAME], output_names=[OUTPUT_NAME], optimize=True,
-                                    verbose=False)
+                                    verbose=False, dynamic_shapes=dims)
     model = program.model_proto
     _strip_provenance(model)
+    if dynamic:
+        _name_dynamic_dims(model, height, width)
     return model
+
+
+def _name_dynamic_dims(model, height: int, width: int) -> None:
+    """The exporter names H and W after their expressions ("14*patches_h"); name them ``height``/``width`` wherever
+    they appear, check the output follows the input, and record the size edgedepth runs the file at."""
+    names = {"14*patches_h": DYNAMIC_DIMS[0], "14*patches_w": DYNAMIC_DIMS[1]}
+    for v in list(model.graph.input) + list(model.graph.output) + list(model.graph.value_info):
+        for d in v.type.tensor_type.shape.dim:
+            if d.dim_param in names:
+                d.dim_param = names[d.dim_param]
+    out = [d.dim_param or d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim]
+    if out[1:] != list(DYNAMIC_DIMS):
+        raise EdgedepthError(f"dynamic ONNX export: the output is {out}, not [1, height, width] (a size was fixed "
+                             "during tracing: the symbolic_output_size rewrite is missing?)")
+    entry = model.metadata_props.add()
+    entry.key, entry.value = SIZE_KEY, f"{height}x{width}"
 
 
 def _write(model, path: str) -> None:
@@ -249,21 +314,23 @@ def quantize_int8(fp32_path: str, path: str, *, verbose: bool = False) -> None:
 
 def export(module, height: int, width: int, out_dir: str, precisions=("fp32",), *, plain: bool = False,
            verbose: bool = False, progress=None, names: dict | None = None, fp16_module=None,
-           stem: str = DEFAULT_STEM) -> dict[str, str]:
+           stem: str = DEFAULT_STEM, dynamic: bool = False) -> dict[str, str]:
     """Export ``module`` to ``out_dir``; returns {precision: path}.  INT8 is made from the FP32 graph; FP16 from
-    ``fp16_module``'s graph when given (the fp16_safe-rescaled model), else from the FP32 graph.
+    ``fp16_module``'s graph when given (the fp16_safe-rescaled model), else from the FP32 graph.  ``dynamic``:
+    symbolic H and W (:func:`to_model_proto`).
 
     ``names``: {precision: file name (may hold a sub-folder)} to override :func:`file_name` (the release layout).
     """
     stage = interrupt.checking(progress)    # each stage first raises an interrupt the exporter swallowed
-    paths = {p: os.path.join(out_dir, (names or {}).get(p) or file_name(height, width, p, plain, stem))
+    paths = {p: os.path.join(out_dir, (names or {}).get(p) or file_name(height, width, p, plain, stem, dynamic))
              for p in precisions}
     for p in paths.values():
         os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
     model = None
     if "fp32" in paths or "int8" in paths or fp16_module is None:
-        stage(f"ONNX export FP32 {height}x{width} (torch.onnx dynamo, opset {OPSET})")
-        model = to_model_proto(module, height, width, verbose=verbose)
+        stage(f"ONNX export FP32 {'dynamic H, W' if dynamic else f'{height}x{width}'} (torch.onnx dynamo, "
+              f"opset {OPSET})")
+        model = to_model_proto(module, height, width, dynamic=dynamic, verbose=verbose)
     fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain, stem) + ".src")
     try:
         with interrupt.removed_on_failure([]) as written:      # failed or interrupted: none of its files is left
@@ -273,7 +340,8 @@ def export(module, height: int, width: int, out_dir: str, precisions=("fp32",), 
                 _write(model, fp32)
             if "fp16" in paths:
                 stage("ONNX FP16 (weights and compute)")
-                src = model if fp16_module is None else to_model_proto(fp16_module, height, width, verbose=verbose)
+                src = model if fp16_module is None else to_model_proto(fp16_module, height, width, dynamic=dynamic,
+                                                                        verbose=verbose)
                 interrupt.check()
                 written.append(paths["fp16"])
                 _write(to_fp16(src), paths["fp16"])
@@ -288,25 +356,35 @@ def export(module, height: int, width: int, out_dir: str, precisions=("fp32",), 
     return paths
 
 
-def open_runner(path: str, backend: str = "cpu", threads: int = 2):
-    """ONNX Runtime CPU (``cpu``) or OpenVINO CPU (``openvino``) over the same file."""
+def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[int, int] | None = None):
+    """ONNX Runtime CPU (``cpu``) or OpenVINO CPU (``openvino``) over the same file.  ``size`` (H, W): the size a
+    dynamic file runs at (default: the size it records); a static file runs at its own size only."""
     if backend not in BACKENDS:
         raise EdgedepthError(f"{path!r}: an .onnx file runs on --backend {', '.join(BACKENDS)} here, not {backend}")
-    check(path)
+    model = check(path)
+    init = {i.name for i in model.graph.initializer}
+    own, dynamic = _size_of(model, [_value_info(v) for v in model.graph.input if v.name not in init], path)
+    if size is not None and tuple(size) != tuple(own) and not dynamic:
+        raise EdgedepthError(f"{path!r} takes {own[0]}x{own[1]} only (a static file), not {size[0]}x{size[1]}")
+    if size is not None and (size[0] % 14 or size[1] % 14):
+        raise EdgedepthError(f"{path!r}: height and width must be multiples of 14, not {size[0]}x{size[1]}")
+    hw = tuple(size or own)
     if backend == "openvino":
         from ..runtimes.openvino import OpenVINORunner
 
-        return OpenVINORunner(path, threads=threads)
+        return OpenVINORunner(path, threads=threads, size=hw)
     from ..runtimes.onnxruntime import OrtRunner
 
-    return OrtRunner(path, threads=threads)
+    return OrtRunner(path, threads=threads, size=hw)
 
 
 def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32", "fp16", "int8"),
                  rewrites="default", backends=None, verbose: bool = False, progress=None, names: dict | None = None,
-                 stem: str = DEFAULT_STEM):
+                 stem: str = DEFAULT_STEM, dynamic: bool = False):
     """:func:`edgedepth.formats.export` for ONNX: prepare (ONNX's default rewrites) -> FP32 -> INT8; FP16 from the same
     rewrites plus ``fp16_safe`` (activations rescaled by exact powers of two to fit float16; the plain export has none).
+    ``dynamic``: symbolic H and W (default rewrites :data:`DYNAMIC_REWRITES`; fp16_safe's plan is probed at
+    ``height`` x ``width``); the file records ``height`` x ``width`` as the size edgedepth runs it at.
     """
     from ..rewrites import prepare
     from . import Exported
@@ -321,14 +399,18 @@ def export_model(model, height: int, width: int, out_dir: str, *, precisions=("f
         _need("onnxruntime", "onnxruntime")  # before any file is written: no FP32 file left behind by a later failure
     progress = progress or (lambda stage: None)
     progress("rewrites" if rewrites else "rewrites: off (plain)")
-    chosen = list(DEFAULT_REWRITES) if rewrites == "default" else list(rewrites or ())
+    chosen = list(DYNAMIC_REWRITES if dynamic else DEFAULT_REWRITES) if rewrites == "default" else list(rewrites or ())
+    if dynamic and "freeze_position_embedding" in chosen:
+        raise EdgedepthError("freeze_position_embedding fixes one input size: it cannot go into a dynamic-size file")
+    if dynamic and "symbolic_output_size" not in chosen:
+        chosen.append("symbolic_output_size")   # without it the map would have the trace size (a wrong file)
     module, report = prepare(model, height, width, chosen)
     applied = [r["name"] for r in report if r["changed"]]
     fp16_module, fp16_applied = None, applied
     if "fp16" in precisions and chosen and "fp16_safe" not in chosen:
         fp16_module, rep16 = prepare(model, height, width, chosen + ["fp16_safe"])
         fp16_applied = [r["name"] for r in rep16 if r["changed"]]
-    paths = export(module, height, width, out_dir, precisions, plain=not chosen, verbose=verbose, progress=progress,
-                   names=names, fp16_module=fp16_module, stem=stem)
+    paths = export(module, height, width, out_dir, precisions, plain=not chosen,
+                   verbose=verbose, progress=progress, names=names, fp16_module=fp16_module, stem=stem, dynamic=dynamic)
     return [Exported(path, "onnx", precision, None, fp16_applied if precision == "fp16" else applied, {})
             for precision, path in paths.items()]

@@ -19,7 +19,7 @@ import shutil
 
 from .. import formats, interrupt
 from ..errors import EdgedepthError
-from . import manifest as mf, outdir
+from . import hub_files, manifest as mf, outdir
 from ..formats.tflite_precisions import LADDER
 from .recipe import Recipe
 from .recommend import recommend
@@ -369,27 +369,26 @@ def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step, io) -> list[
     return entries
 
 
-ONNX_LAYOUT = {"fp32": "onnx/model.onnx", "fp16": "onnx/model_fp16.onnx", "int8": "onnx/model_quantized.onnx"}
-
-
 def _onnx_entries(precisions, text: str, ckpt, gate: _Gate, staging: str, step, io) -> list[dict]:
-    """ONNX files at one size in the onnx-community / transformers.js layout (``ONNX_LAYOUT``), parity-gated on ONNX
-    Runtime (CPU)."""
+    """ONNX files with dynamic height and width in the onnx-community / transformers.js layout (``ONNX_LAYOUT``, with
+    ``config.json`` and ``preprocessor_config.json``), parity-gated on ONNX Runtime (CPU) at the release's first size
+    (the size the files record as edgedepth's)."""
     from ..formats import onnx as onnxfmt
     from ..preprocess import parse_size
 
     h, w = parse_size(text)
     step(f"ONNX {text}: {', '.join(precisions)}")
     work = os.path.join(staging, ".onnx-export")
-    files = formats.export(ckpt.model, h, w, work, target_name="onnx", precisions=precisions)
+    files = formats.export(ckpt.model, h, w, work, target_name="onnx", precisions=precisions, dynamic=True)
     entries = []
     for f in files:
-        rel = ONNX_LAYOUT[f.precision]
+        rel = hub_files.ONNX_LAYOUT[f.precision]
         os.makedirs(os.path.dirname(os.path.join(staging, rel)), exist_ok=True)
         os.replace(f.path, os.path.join(staging, rel))
         info = onnxfmt.describe(os.path.join(staging, rel))
         entry = {"format": "onnx", "runtime": "onnxruntime", "precision": f.precision, "size": text,
                  **io(h, w, onnxfmt.INPUT_NAME, onnxfmt.OUTPUT_NAME), "opset": info["opset"],
+                 "dynamic_size": "height and width: any multiples of 14 (size: the one verified and timed)",
                  "ops": info["ops"], "op_histogram": info["op_histogram"], "rewrites": f.rewrites,
                  "quantization": {"int8": "onnxruntime quantize_dynamic (int8 weights, uint8 activations per call)",
                                   "fp16": "onnxruntime float16 converter (weights and compute; float32 I/O kept)"}
@@ -397,16 +396,22 @@ def _onnx_entries(precisions, text: str, ckpt, gate: _Gate, staging: str, step, 
                  "recommended_runtime_options": {
                      "onnxruntime": "CPUExecutionProvider, intra_op_num_threads = number of big cores",
                      "openvino": "CPU, INFERENCE_PRECISION_HINT f32 (else bf16 on AMX CPUs)",
-                     "transformers.js": "dtype fp32 / fp16 / q8; static input: resize to the size above"}}
+                     "transformers.js": f"dtype {hub_files.TRANSFORMERS_JS_DTYPE[f.precision]}; this folder's "
+                                        "preprocessor_config.json (518 px, aspect ratio kept, multiples of 14)"}}
         gate.check(os.path.join(staging, rel), f.precision, (h, w), rel)
         entries.append(mf.file_entry(staging, rel, **entry))
     shutil.rmtree(work, ignore_errors=True)
+    _write_text(os.path.join(staging, hub_files.CONFIG), hub_files.config_json(ckpt.model))
+    _write_text(os.path.join(staging, hub_files.PREPROCESSOR_CONFIG), hub_files.preprocessor_config_json())
     return entries
 
 
 def _text_entries(folder: str) -> list[dict]:
+    """The card, licence, notice and (with ONNX files) the transformers config files."""
     return [mf.file_entry(folder, n, format=fmt) for n, fmt in
-            (("README.md", "model card"), ("LICENSE", "license"), ("NOTICE", "notice"))]
+            (("README.md", "model card"), ("LICENSE", "license"), ("NOTICE", "notice"),
+             (hub_files.CONFIG, "transformers config"), (hub_files.PREPROCESSOR_CONFIG, "preprocessor config"))
+            if os.path.exists(os.path.join(folder, n))]
 
 
 def _write_text(path: str, text: str) -> None:

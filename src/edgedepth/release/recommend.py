@@ -2,7 +2,8 @@
 
 ``recommend(entries, size, gate)`` -> ``{use: {"path", "why"}}`` for the release's first (main) size:
 
-- ``webgpu`` (GPU / browser): among float-compute .tflite files that compiled fully on the GPU, one taking uint8 pixels
+- ``webgpu`` (GPU / browser): among float-compute .tflite files that compiled fully on the GPU (or were not checked:
+  then ``why`` says so, never "fully on the GPU"), one taking uint8 pixels
   when present (a quarter of the bytes to write per call: ~1.4 ms of an H200 call, benchmarks/gpu_floor.py), then the
   smallest: the fp16-weight file (the GPU delegate reads fp16 constants natively; H200 median quoted when measured).
 - the other uses consider float32-input files only (what a CPU caller already feeds).
@@ -73,7 +74,9 @@ def recommend(entries: list[dict], size: str, gate: float) -> dict:
     gpu = [f for f in every if f["precision"] in FLOAT and f.get("gpu_fully_delegated") is not False]
     if gpu:
         f = min(gpu, key=lambda f: (_input_dtype(f) != "uint8", f["bytes"]))
-        why = f"{f['precision']} weights: {f['bytes'] / 1e6:.1f} MB, fully on the GPU delegate"
+        checked = f.get("gpu_fully_delegated")     # True: compiled GPU-only at build time; None: not checked
+        why = f"{f['precision']} weights: {f['bytes'] / 1e6:.1f} MB, " + (
+            "fully on the GPU delegate" if checked else "GPU delegation not checked in this build (--no-gpu-check)")
         if f["bytes"] != fp32["bytes"]:
             why += f" ({f['bytes'] / fp32['bytes']:.0%} of the FP32 download; float32 compute with enforce_f32)"
         if _input_dtype(f) == "uint8":

@@ -18,7 +18,7 @@ from torch import nn
 
 from . import (center_residual_stream, drop_attention_mask, fast_layernorm, fold_attention_scale, fold_layernorm_affine,
                fold_layerscale, fp16_safe, freeze_position_embedding, fuse_qkv, rank_preserving_fc, split_large_conv,
-               static_attention, rank4_attention, token_reassemble, unroll_heads)
+               static_attention, rank4_attention, symbolic_output_size, token_reassemble, unroll_heads)
 from ._base import RewriteContext
 
 APPLIED_ATTR = "edgedepth_rewrites"    # names of the rewrites applied to a model, set by apply_rewrites
@@ -41,6 +41,7 @@ def _r(module, default: bool = True) -> Rewrite:
 PIPELINE: list[Rewrite] = [
     _r(drop_attention_mask),
     _r(freeze_position_embedding),
+    _r(symbolic_output_size, default=False),   # dynamic H/W: the ONNX format's files (formats/onnx.py)
     _r(static_attention),
     _r(fold_attention_scale),
     _r(fold_layerscale),

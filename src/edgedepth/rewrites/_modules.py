@@ -227,3 +227,25 @@ def _head_linears(weight: torch.Tensor, bias, heads: int, head_dim: int) -> list
             lin.bias.copy_(bias[i * head_dim:(i + 1) * head_dim] if bias is not None else torch.zeros(head_dim))
         out.append(RankPreservingLinear(lin.requires_grad_(False)))
     return out
+
+
+class SymbolicSizeHead(nn.Module):
+    """The Depth Anything head with the output size kept symbolic: ``interpolate(size=(ph * 14, pw * 14))`` on the
+    patch grid the model passes in, without transformers' ``int(...)`` around it.
+
+    Holds the original convolutions and activations under their names (``conv1``, ``conv2``, ``conv3``,
+    ``activation1``, ``activation2``), so the FP16 topology and later folds find them.
+    """
+
+    def __init__(self, src: nn.Module):
+        super().__init__()
+        self.head_in_index, self.patch_size, self.max_depth = src.head_in_index, src.patch_size, src.max_depth
+        self.conv1, self.conv2, self.conv3 = src.conv1, src.conv2, src.conv3
+        self.activation1, self.activation2 = src.activation1, src.activation2
+
+    def forward(self, hidden_states: list[torch.Tensor], patch_height, patch_width) -> torch.Tensor:
+        x = self.conv1(hidden_states[self.head_in_index])
+        x = nn.functional.interpolate(x, (patch_height * self.patch_size, patch_width * self.patch_size),
+                                      mode="bilinear", align_corners=True)
+        x = self.conv3(self.activation1(self.conv2(x)))
+        return (self.activation2(x) * self.max_depth).squeeze(dim=1)

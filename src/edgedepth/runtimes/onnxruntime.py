@@ -22,9 +22,10 @@ def _ort():
 
 
 class OrtRunner(FileRunner):
-    """Create an ORT session once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``."""
+    """Create an ORT session once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``.  ``size``: (H, W) of a file with
+    symbolic height and width (the runner then takes that size only); a static file's own size otherwise."""
 
-    def __init__(self, path: str, threads: int = 2):
+    def __init__(self, path: str, threads: int = 2, size: tuple[int, int] | None = None):
         ort = _ort()
         self.path, self.threads = path, threads
         self.name = "onnxruntime-cpu"
@@ -39,8 +40,11 @@ class OrtRunner(FileRunner):
             raise EdgedepthError(f"ONNX Runtime could not load {path!r}: {' '.join(str(e).split())[:300]}") from None
         (i,), (o,) = self._s.get_inputs(), self._s.get_outputs()
         self._in, self._out = i.name, o.name
-        self.input_shape = tuple(int(d) for d in i.shape)
-        self.output_shape = tuple(int(d) for d in o.shape)
+        symbolic = [isinstance(d, str) or d is None for d in i.shape]
+        if any(symbolic) and size is None:
+            raise EdgedepthError(f"{path!r} has a dynamic input {i.shape}: give the size to run it at")
+        self.input_shape = (1, 3, *map(int, size)) if any(symbolic) else tuple(int(d) for d in i.shape)
+        self.output_shape = (1, *self.input_shape[2:])
 
     def run(self, x: np.ndarray) -> np.ndarray:
         (y,) = self._s.run([self._out], {self._in: self._checked(x)})
