@@ -169,3 +169,17 @@ def test_predict_and_inspect_a_dynamic_file(dyn, tmp_path):
     assert raw and np.load(tmp_path / "o" / raw[0]).shape[-2:] != ()
     r = run_cli("inspect", dyn["fp32"].path, "--no-gpu")
     assert r.returncode == 0 and "edgedepth runs it at 56x70" in r.stdout, r.stdout + r.stderr
+
+
+def test_predict_size_chooses_a_dynamic_files_size_only(dyn, tmp_path, tiny_ckpt):
+    """``predict --size`` runs a dynamic file at that size; a file of a fixed size refuses another (it was ignored)."""
+    from edgedepth.samples import sample_photo
+
+    r = run_cli("predict", sample_photo(), "--model", dyn["fp32"].path, "--size", "98x42", "-o", tmp_path / "o",
+                "--quiet")
+    assert r.returncode == 0, r.stderr
+    static = formats.export(tiny_ckpt.model, *TINY_SIZE, str(tmp_path / "s"), target_name="onnx",
+                            precisions=["fp32"])[0]
+    r = run_cli("predict", sample_photo(), "--model", static.path, "--size", "98x42", "-o", tmp_path / "o2", "--quiet")
+    assert_one_line_error(r, "takes 56x70 only", "--dynamic-size")
+    assert not (tmp_path / "o2").exists()

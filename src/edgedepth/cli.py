@@ -120,16 +120,18 @@ def cmd_inspect(args) -> int:
 
 def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
     """A model file (any registered format) -> its runtime; anything else is a checkpoint -> PyTorch eager (CPU).
-    Returns (runner, family member or None): the member says whether the output is metres."""
+    Returns (runner, family member or None): the member says whether the output is metres.  ``size_text``: a
+    checkpoint's size, or the size to run a dynamic-size .onnx at (any other file must already have it)."""
     from . import formats
+    from .preprocess import DEFAULT_SIZE, parse_size
 
     if formats.is_artifact(model):
         from .release.manifest import member_of_file, verify_next_to
 
         verify_next_to(model)  # a file inside a release folder must match its manifest
-        return formats.open_runner(model, backend, threads), member_of_file(model)
+        size = parse_size(size_text) if size_text else None
+        return formats.open_runner(model, backend, threads, size), member_of_file(model)
     from .checkpoint import DepthModule, load_checkpoint
-    from .preprocess import DEFAULT_SIZE, parse_size
     from .runtimes.torch import TorchRunner
 
     if backend != "cpu":
@@ -395,7 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--backend", default="cpu", choices=list(BACKENDS),
                    help="cpu (LiteRT, ExecuTorch, ONNX Runtime), gpu = LiteRT GPU alone with FP32 compute enforced, "
                         "gpu-fp16, openvino (.onnx) (default: %(default)s)")
-    r.add_argument("--size", default=None, help="HEIGHTxWIDTH for a checkpoint (a .tflite has its own)")
+    r.add_argument("--size", default=None,
+                   help="HEIGHTxWIDTH for a checkpoint or a dynamic-size .onnx (other files have their own)")
     r.add_argument("-o", "--output", required=True, help="output folder")
     r.add_argument("--raw", action="store_true",
                    help="also write float .npy and 16-bit PNG depth (metric models: metres, millimetres)")

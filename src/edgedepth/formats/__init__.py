@@ -105,9 +105,18 @@ def open_artifact(path: str) -> Artifact:
     return Artifact(path=path, format=fmt, sha256=sha256_file(path), info=info)
 
 
-def open_runner(path: str, backend: str = "cpu", threads: int = 2):
-    """The runner for a model file, by its format (a shortcut for ``open_artifact(path).open_runner(...)``)."""
-    return format_of(path).module.open_runner(path, backend=backend, threads=threads)
+def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[int, int] | None = None):
+    """The runner for a model file, by its format (a shortcut for ``open_artifact(path).open_runner(...)``).  ``size``:
+    the (H, W) to run a dynamic-size file at (formats with ``DYNAMIC_SIZE``); any other file must have that size."""
+    fmt = format_of(path)
+    if size is not None and getattr(fmt.module, "DYNAMIC_SIZE", False):
+        return fmt.module.open_runner(path, backend=backend, threads=threads, size=tuple(size))
+    runner = fmt.module.open_runner(path, backend=backend, threads=threads)
+    if size is not None and tuple(runner.size) != tuple(size):
+        runner.close()
+        raise EdgedepthError(f"{path!r} takes {runner.size[0]}x{runner.size[1]} only, not {size[0]}x{size[1]} "
+                             "(--size chooses the size of a checkpoint or of a dynamic-size .onnx)")
+    return runner
 
 
 def find_artifacts(paths: list[str]) -> list[str]:

@@ -365,7 +365,8 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[i
     init = {i.name for i in model.graph.initializer}
     own, dynamic = _size_of(model, [_value_info(v) for v in model.graph.input if v.name not in init], path)
     if size is not None and tuple(size) != tuple(own) and not dynamic:
-        raise EdgedepthError(f"{path!r} takes {own[0]}x{own[1]} only (a static file), not {size[0]}x{size[1]}")
+        raise EdgedepthError(f"{path!r} takes {own[0]}x{own[1]} only, not {size[0]}x{size[1]} (a fixed-size file; "
+                             "export --dynamic-size writes one for any size)")
     if size is not None and (size[0] % 14 or size[1] % 14):
         raise EdgedepthError(f"{path!r}: height and width must be multiples of 14, not {size[0]}x{size[1]}")
     hw = tuple(size or own)

@@ -5,6 +5,8 @@ Every number in the card comes from the manifest; nothing is typed by hand.
 
 from __future__ import annotations
 
+from .hub_files import TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE
+
 PAPER = "https://arxiv.org/abs/2406.09414"
 CITATION = """@article{depth_anything_v2,
   title={Depth Anything V2},
@@ -20,6 +22,160 @@ def _mb(n: int) -> str:
 
 def _e(x) -> str:
     return "–" if x is None else f"{x:.2e}"
+
+
+def _area(size: str) -> tuple[int, int]:
+    h, w = (int(v) for v in size.split("x"))
+    return h * w, h
+
+
+def _sizes_text(models: list[dict], onnx_files: list[dict]) -> str:
+    fixed = sorted({f["size"] for f in models if not f.get("dynamic_size")}, key=_area)
+    t = f"fixed per `.tflite` / `.pte` file (in its name and the Files table: {', '.join(fixed)})."
+    dyn = [f for f in onnx_files if f.get("dynamic_size")]
+    if dyn:
+        t += (f" The ONNX files take any H and W that are multiples of 14 (verified and timed at {dyn[0]['size']}); "
+              f"upstream's processor (`preprocessor_config.json`) keeps the photo's aspect ratio, brings one side to "
+              f"{UPSTREAM_SIDE} and rounds both to multiples of 14 (a 640×480 photo: 518×686).")
+    return t
+
+
+def _normalise_lines(n: dict, target: str) -> list[str]:
+    """Python lines: ``img`` (PIL RGB) -> float32 ``x`` [1, 3, H, W] as the files expect (bicubic, /255, mean/std)."""
+    return [f"x = np.asarray(img.resize({target}, Image.Resampling.BICUBIC), np.float32) / 255",
+            f"x = (x - {n['mean']}) / {n['std']}  # ImageNet mean and std",
+            "x = np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)  # NCHW [1, 3, H, W]"]
+
+
+def _litert_block(example: dict, metric: bool) -> list[str]:
+    h, w = example["input"]["shape"][2:]
+    opts = example.get("recommended_runtime_options") or {}
+    threads = (opts.get("cpu") or {}).get("num_threads", "number of big cores")
+    return ["```python",
+            "import numpy as np",
+            "from PIL import Image",
+            "from ai_edge_litert.compiled_model import CompiledModel",
+            "from ai_edge_litert.hardware_accelerator import HardwareAccelerator",
+            "from ai_edge_litert.options import CpuOptions, GpuOptions, Options", "",
+            "USE_GPU = False  # True: LiteRT's GPU accelerator (WebGPU). It needs a GPU and its driver (on Linux: a "
+            "Vulkan",
+            "# driver, an ICD); without them CompiledModel.from_file raises RuntimeError (\"Failed to initialize "
+            "WebGPU ...\")",
+            "if USE_GPU:  # enforce_f32: FP32 compute (the default precision may compute in FP16, which this model "
+            "can overflow)",
+            "    options = Options(hardware_accelerators=HardwareAccelerator.GPU, "
+            "gpu_options=GpuOptions(enforce_f32=True))",
+            f"else:  # CPU (XNNPACK): num_threads = the {threads}",
+            "    options = Options(hardware_accelerators=HardwareAccelerator.CPU, "
+            "cpu_options=CpuOptions(num_threads=4))",
+            f"model = CompiledModel.from_file(\"{example['path']}\", options=options)", "",
+            f"img = Image.open(\"photo.jpg\").convert(\"RGB\")  # this file's fixed size: {h}x{w} (H x W)",
+            *_normalise_lines(example["input"]["normalisation"], f"({w}, {h})"),
+            "inp, out = model.create_input_buffers(0), model.create_output_buffers(0)",
+            "inp[0].write(x)",
+            "model.run_by_index(0, inp, out)",
+            f"depth = out[0].read({h * w}, np.float32).reshape({h}, {w})  # "
+            + ("metres" if metric else "relative inverse depth, larger = closer"),
+            "```"]
+
+
+def _onnx_blocks(onnx_files: list[dict], metric: bool) -> list[str]:
+    o = next((f for f in onnx_files if f["precision"] == "fp32"), onnx_files[0])
+    vh, vw = o["input"]["shape"][2:]
+    dyn = bool(o.get("dynamic_size"))
+    n = o["input"]["normalisation"]
+    opts = o.get("recommended_runtime_options") or {}
+    names = ", ".join(f"`{f['path']}` {f['precision'].upper()}" for f in onnx_files)
+    what = "metres" if metric else "relative inverse depth"
+    L = [f"ONNX (`onnx/`, the onnx-community / transformers.js layout: {names}): input `{o['input']['name']}` float32 "
+         f"`[1, 3, H, W]`, output `{o['output']['name']}` `[1, H, W]`, same normalisation; "
+         + (f"{o['dynamic_size']}, {o['size']} here." if dyn else f"a fixed size, {o['size']}.")]
+    if opts.get("onnxruntime") or opts.get("openvino"):
+        named = (("ONNX Runtime", opts.get("onnxruntime")), ("OpenVINO", opts.get("openvino")))
+        L[0] += " Runtime options (`manifest.json`): " + "; ".join(f"{k}: {v}" for k, v in named if v) + "."
+    L += ["", "ONNX Runtime" + (", at upstream's size for the photo:" if dyn else ":"), "", "```python",
+          "import numpy as np",
+          "import onnxruntime as ort",
+          "from PIL import Image", "",
+          "img = Image.open(\"photo.jpg\").convert(\"RGB\")"]
+    if dyn:
+        side = UPSTREAM_SIDE
+        L += [f"# upstream's sizing (preprocessor_config.json): of the two scales that bring a side to {side}, the one",
+              "# nearer 1 (aspect ratio kept), then both sides rounded to multiples of 14",
+              "w, h = img.size",
+              f"s = {side} / w if abs(1 - {side} / w) < abs(1 - {side} / h) else {side} / h",
+              f"H, W = round(h * s / 14) * 14, round(w * s / 14) * 14  # or the size verified here: H, W = {vh}, {vw}"]
+    else:
+        L += [f"H, W = {vh}, {vw}  # the files' fixed size"]
+    L += [*_normalise_lines(n, "(W, H)"),
+          "so = ort.SessionOptions()",
+          "so.intra_op_num_threads = 4  # the number of big cores",
+          f"session = ort.InferenceSession(\"{o['path']}\", so, providers=[\"CPUExecutionProvider\"])",
+          f"depth = session.run(None, {{\"{o['input']['name']}\": x}})[0][0]  # [H, W], {what}",
+          "```", "",
+          "OpenVINO" + (" (CPU), at the verified size (a static shape: OpenVINO's fast path):" if dyn else " (CPU):"), "",
+          "```python",
+          "import numpy as np",
+          "import openvino as ov",
+          "from PIL import Image", "",
+          f"H, W = {vh}, {vw}" + ("  # any multiples of 14 work" if dyn else ""),
+          "core = ov.Core()",
+          f"model = core.read_model(\"{o['path']}\")"]
+    if dyn:
+        L += [f"model.reshape({{\"{o['input']['name']}\": [1, 3, H, W]}})"]
+    L += ["# f32: left to itself OpenVINO computes in bf16 on CPUs with AMX / AVX512-BF16",
+          "compiled = core.compile_model(model, \"CPU\", {\"INFERENCE_PRECISION_HINT\": \"f32\"})",
+          "img = Image.open(\"photo.jpg\").convert(\"RGB\")",
+          *_normalise_lines(n, "(W, H)"),
+          f"depth = compiled(x)[0][0]  # [H, W], {what}",
+          "```", ""]
+    return L
+
+
+def _js_block(name: str, onnx_files: list[dict]) -> list[str]:
+    dtypes = {TRANSFORMERS_JS_DTYPE[f["precision"]]: f["path"] for f in onnx_files
+              if f["precision"] in TRANSFORMERS_JS_DTYPE}
+    first = "fp32" if "fp32" in dtypes else next(iter(dtypes))
+    choice = ", ".join(f"'{d}' {p}" for d, p in dtypes.items())
+    return ["transformers.js (Node 18+; in a browser: the same calls, with `env.localModelPath` the URL the folder "
+            "is served under):", "",
+            "```js",
+            "// depth.mjs: run `node depth.mjs` in the directory that holds this folder (named",
+            f"// {name}) and photo.jpg, after `npm i @huggingface/transformers` there.",
+            "import { env, pipeline } from '@huggingface/transformers';", "",
+            "env.allowRemoteModels = false;  // local files only: nothing is downloaded",
+            "env.localModelPath = './';      // model ids are folders under the current directory",
+            f"// dtype: {choice}",
+            f"const estimator = await pipeline('depth-estimation', '{name}', {{ dtype: '{first}' }});",
+            "const { predicted_depth, depth } = await estimator('photo.jpg');",
+            "// predicted_depth: a Tensor [height, width] at the photo's size; depth: the same as an 8-bit grey "
+            "RawImage",
+            "await depth.save('depth.png');",
+            "```", "",
+            "transformers.js resizes with sharp (libvips, no antialiasing), not with Pillow's bicubic like the Python "
+            "snippets above and edgedepth: on a downscaled photo its `pixel_values` differ from theirs by rel-L2 ≈ "
+            "0.02–0.17, and the depth maps differ accordingly. For the same pixels, make `pixel_values` as the Python "
+            "snippets do and run the model on them: `const model = await AutoModelForDepthEstimation.from_pretrained("
+            f"'{name}', {{ dtype: '{first}' }}); const {{ predicted_depth }} = await model({{ pixel_values: new "
+            "Tensor('float32', data, [1, 3, H, W]) });` (predicted_depth `[1, H, W]`); or accept the difference.", ""]
+
+
+def _how_to_run(m: dict, example: dict, onnx_files: list[dict], has_pte: bool, metric: bool) -> list[str]:
+    L = ["## How to run", "",
+         "Each Python snippet runs as written inside this folder, with a photo named `photo.jpg` in it "
+         "(the transformers.js one: from the folder's parent, see its first line).", "",
+         "LiteRT, Python ([`ai-edge-litert`](https://pypi.org/project/ai-edge-litert/)), on the CPU or, with "
+         "`USE_GPU = True`, the GPU:", "",
+         *_litert_block(example, metric), "",
+         "Browser ([`@litertjs/core`](https://www.npmjs.com/package/@litertjs/core)): `loadLiteRt(wasmDir)`, then "
+         "`loadAndCompile(bytes, {accelerator: 'webgpu'})` (or `'wasm'`) and `model.run(tensor)`; verify each file's "
+         "SHA-256 against `manifest.json` before use. `edgedepth serve .` runs a playground that does exactly this.", ""]
+    if onnx_files:
+        L += _onnx_blocks(onnx_files, metric) + _js_block(m["name"], onnx_files)
+    if has_pte:
+        L += ["ExecuTorch: load the `.pte` with `executorch.runtime` (XNNPACK files) or the ExecuTorch WebGPU runtime "
+              "(WebGPU/Vulkan-delegated files, which the Python runtime cannot run).", ""]
+    return L
 
 
 def render_model_card(m: dict) -> str:
@@ -38,8 +194,11 @@ def render_model_card(m: dict) -> str:
     metric = info["kind"] == "metric"
     member = info["family_member"].replace("-", " ").title()
     nc = info["license"] != "apache-2.0"
-    L = ["---", f"license: {info['license']}", f"base_model: {prov['base_model']}", "library_name: litert",
-         "pipeline_tag: depth-estimation", "tags:", "  - depth-estimation", "  - depth-anything-v2", "  - litert",
+    # base_model_relation, one of the Hub's documented values (adapter, merge, quantized, finetune): "quantized" -- every
+    # file holds the base model's own weights, converted (LiteRT, ExecuTorch, ONNX) and in part quantised (FP16, INT8)
+    # with no training; "finetune" would claim training, "adapter" / "merge" describe other constructions.
+    L = ["---", f"license: {info['license']}", f"base_model: {prov['base_model']}", "base_model_relation: quantized",
+         "library_name: litert", "pipeline_tag: depth-estimation", "tags:", "  - depth-estimation", "  - depth-anything-v2", "  - litert",
          "  - tflite", "  - webgpu", "  - on-device"] + (["  - onnx", "  - transformers.js"] if onnx_files else []) \
         + ["---", "", f"# {m['name']}", ""]
     if synthetic:
@@ -55,9 +214,9 @@ def render_model_card(m: dict) -> str:
           f"[Depth Anything V2]({PAPER}) {member}: {about}. Base model: "
           f"[`{prov['base_model']}`](https://huggingface.co/{prov['base_model'].split('@')[0]}).", "",
           "## What changed in this conversion", "",
-          "Converted from PyTorch to LiteRT with litert-torch after graph rewrites that make every op run on LiteRT's GPU "
-          "(WebGPU) delegate and remove redundant work; each rewrite is exact up to float rounding (parity below). "
-          "Rewrites applied:", ""]
+          "Converted from PyTorch to LiteRT with litert-torch after graph rewrites meant to let every op run on LiteRT's "
+          "GPU (WebGPU) delegate and to remove redundant work (whether each file did compile fully on the GPU is in the "
+          "Files table); each rewrite is exact up to float rounding (parity below). Rewrites applied:", ""]
     names = sorted({n for r in prov["rewrites"].values() for n in r})
     L += [f"- `{n}`" for n in names] + [""]
     quant = {f["precision"]: f["quantization"] for f in tflites if f.get("quantization")}
@@ -78,7 +237,8 @@ def render_model_card(m: dict) -> str:
               f"| input | `{i['name']}` | `[1, 3, H, W]` | {i['dtype']} | {n['color']}, ×{n['scale']}, minus mean "
               f"{n['mean']}, divided by std {n['std']}, {i['layout']}; resize the photo to H×W ({n['resize']}) |",
               f"| output | `{o['name']}` | `[1, H, W]` | {o['dtype']} | {o['semantics']} |", "",
-              "Signature `serving_default`. Resize the output back to the photo's size for display.", ""]
+              "H×W: " + _sizes_text(models, onnx_files) + " Signature `serving_default` (.tflite). Resize the "
+              "output back to the photo's size for display.", ""]
         if pixel_files:
             names = ", ".join(f"`{f['path']}`" for f in pixel_files)
             L += [f"Files ending `_u8in.tflite` ({names}) take the resized "
@@ -96,43 +256,12 @@ def render_model_card(m: dict) -> str:
                    f"{f['backend']}: {d['delegated_nodes']} delegated, {d['non_delegated_nodes']} on portable kernels")
         else:
             gpu = {True: "yes", False: "**no**", None: "not checked"}[f.get("gpu_fully_delegated")]
-        L.append(f"| `{f['path']}` | {_mb(f['bytes'])} | {f['precision']} | {f['size']} | {f.get('ops', '–')} | {gpu} | "
+        size = f"{f['size']} verified; any multiples of 14" if f.get("dynamic_size") else f["size"]
+        L.append(f"| `{f['path']}` | {_mb(f['bytes'])} | {f['precision']} | {size} | {f.get('ops', '–')} | {gpu} | "
                  f"`{f['sha256']}` |")
     L += [""]
     if example:
-        h, w = example["input"]["shape"][2:]
-        L += ["## How to run", "", "Python ([`ai-edge-litert`](https://pypi.org/project/ai-edge-litert/)):", "", "```python",
-              "import numpy as np",
-              "from PIL import Image",
-              "from ai_edge_litert.compiled_model import CompiledModel",
-              "from ai_edge_litert.hardware_accelerator import HardwareAccelerator",
-              "from ai_edge_litert.options import GpuOptions, Options", "",
-              f"model = CompiledModel.from_file(\"{example['path']}\", options=Options(",
-              "    hardware_accelerators=HardwareAccelerator.GPU,",
-              "    gpu_options=GpuOptions(enforce_f32=True)))  # FP32 compute: the default precision may use FP16",
-              f"img = Image.open(\"photo.jpg\").convert(\"RGB\").resize(({w}, {h}), Image.Resampling.BICUBIC)",
-              "x = (np.asarray(img, np.float32) / 255 - [0.485, 0.456, 0.406]) / [0.229, 0.224, 0.225]",
-              "x = np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)",
-              "inp, out = model.create_input_buffers(0), model.create_output_buffers(0)",
-              "inp[0].write(x)", "model.run_by_index(0, inp, out)",
-              f"depth = out[0].read({h * w}, np.float32).reshape({h}, {w})  # "
-              + ("metres" if metric else "relative inverse depth"), "```", "",
-              "Browser ([`@litertjs/core`](https://www.npmjs.com/package/@litertjs/core)): `loadLiteRt(wasmDir)`, then "
-              "`loadAndCompile(bytes, {accelerator: 'webgpu'})` (or `'wasm'`) and `model.run(tensor)`; verify each file's "
-              "SHA-256 against `manifest.json` before use. `edgedepth serve .` runs a playground that does exactly this.", ""]
-        if onnx_files:
-            o = onnx_files[0]
-            oh, ow = o["input"]["shape"][2:]
-            L += [f"ONNX (`onnx/`, the onnx-community / transformers.js layout: `model.onnx` FP32, `model_fp16.onnx`, "
-                  f"`model_quantized.onnx` = q8): input `{o['input']['name']}` float32 `[1, 3, {oh}, {ow}]`, output "
-                  f"`{o['output']['name']}` `[1, {oh}, {ow}]`, same normalisation. ONNX Runtime: "
-                  "`onnxruntime.InferenceSession(\"onnx/model.onnx\").run(None, {\"pixel_values\": x})[0]`; OpenVINO: "
-                  "`openvino.Core().compile_model(\"onnx/model.onnx\", \"CPU\", {\"INFERENCE_PRECISION_HINT\": \"f32\"})`. "
-                  f"The input size is static: resize photos to {oh}×{ow} (transformers.js users: set the processor's "
-                  "size to it and `keep_aspect_ratio` off).", ""]
-        if any(f["format"] == "pte" for f in models):
-            L += ["ExecuTorch: load the `.pte` with `executorch.runtime` (XNNPACK files) or the ExecuTorch WebGPU runtime "
-                  "(WebGPU/Vulkan-delegated files, which the Python runtime cannot run).", ""]
+        L += _how_to_run(m, example, onnx_files, any(f["format"] == "pte" for f in models), metric)
     meth = m.get("parity_method", {})
     gate = meth.get("build_gate", {})
     rows = [(f, p) for f in models for p in f.get("parity", [])]
@@ -181,8 +310,11 @@ def render_model_card(m: dict) -> str:
         L += ["No latency measured for these exact files (latency is read from committed benchmark data and shown only "
               "for files whose SHA-256 matches the file that was timed)."]
     L += ["", "## Limitations", "",
-          "- Fixed input size per file (the position embedding is frozen for that size); pick the file matching your "
-          "aspect ratio or resize.",
+          "- `.tflite` and `.pte` files: a fixed input size per file (the position embedding is frozen for that size: "
+          + ", ".join(sorted({f["size"] for f in models if not f.get("dynamic_size")}, key=_area))
+          + "); pick the file matching your aspect ratio or resize to it."
+          + (f" The ONNX files take any height and width that are multiples of 14 (verified and timed at "
+             f"{onnx_files[0]['size']} only)." if any(f.get("dynamic_size") for f in onnx_files) else ""),
           (f"- Metric depth in metres, clipped to 0..{info.get('max_depth_m')} m by the head; trained on "
            f"{'indoor (Hypersim)' if 'indoor' in info['family_member'] else 'outdoor (Virtual KITTI 2)'} scenes: "
            "other scenes and cameras need checking." if metric else
