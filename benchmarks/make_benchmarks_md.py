@@ -14,8 +14,10 @@ from md_common import R, load
 from md_family import section_family, summary_lines as family_summary
 from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
 from md_hostile import section_hostile
+from md_onnx import section_onnx_dynamic
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
 from md_peers import section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary
+from md_tjs import section_tjs_preprocessing
 
 OUT = "BENCHMARKS.md"
 P = "depth_anything_v2_small_518x686"
@@ -476,6 +478,8 @@ def main():
     section_executorch(L)
     section_peers(L)
     section_onnx_rewrites(L)
+    section_onnx_dynamic(L)
+    section_tjs_preprocessing(L)
     section_playground(L)
     for extra in sorted(f for f in os.listdir(R) if f.startswith("extra_") and f.endswith(".md")):
         L += [open(os.path.join(R, extra)).read(), ""]

@@ -143,6 +143,3 @@ def image_set_hash(items: list[ImageItem]) -> str:
         h.update(f"{it.id}\t{_file_sha256(it.path)}\t{it.view}\n".encode())
     return h.hexdigest()
 
-
-def sources_table() -> list[dict]:
-    return [{"package": p, "file": r, "description": d, "license": l} for p, r, d, l in SOURCES]

@@ -26,6 +26,3 @@ def split_variant(spec: str) -> tuple[str, Callable[[Any], Any] | None]:
             return spec[: -len(suffix)], transform
     return spec, None
 
-
-def variant_suffixes() -> list[str]:
-    return list(_VARIANTS)

@@ -10,12 +10,16 @@
 //
 // Usage (one JSON object on stdout; errors: one line on stderr, exit 1; DEBUG=1: the stack and the libraries' logs):
 //   node tests/js/tjs_run.mjs raw      FOLDER DTYPE PIXELS.npy OUT.npy   AutoModel on a float32 [1,3,H,W] .npy
-//   node tests/js/tjs_run.mjs pipeline FOLDER DTYPE IMAGE OUT.npy        pipeline('depth-estimation') on an image
+//        (more PIXELS.npy OUT.npy pairs: one model load, sizes may differ; stdout then a list, one object per pair)
+//   node tests/js/tjs_run.mjs pipeline FOLDER DTYPE IMAGE OUT.npy [PIXELS_OUT.npy]
+//        pipeline('depth-estimation') on an image (PIXELS_OUT.npy: also the processor's pixel_values)
 //   node tests/js/tjs_run.mjs pixels   FOLDER IMAGE OUT.npy              the folder's processor: pixel_values
 //   node tests/js/tjs_run.mjs tasks                                      @huggingface/tasks pipeline types + libraries
+//   node tests/js/tjs_run.mjs versions                                   node, the packages and libvips versions
 // FOLDER is a local model folder (config.json, preprocessor_config.json, onnx/model{,_fp16,_quantized}.onnx); it is
 // loaded offline (env.allowRemoteModels = false, env.localModelPath = its parent, model id = its name).
 // DTYPE: fp32 | fp16 | q8 (→ onnx/model.onnx, onnx/model_fp16.onnx, onnx/model_quantized.onnx).
+// EDGEDEPTH_TJS_THREADS=N: onnxruntime-node's intra-op thread count (session_options.intraOpNumThreads; default: ORT's).
 
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -40,7 +44,8 @@ function load(name) {
     return requireWeb(name);
   } catch (e) {
     if (e && e.code === 'MODULE_NOT_FOUND' && String(e.message).includes(name)) {
-      throw new Error(`${name} not found under ${WEB_DIR}/node_modules: run \`make web/node_modules/.package-lock.json\``);
+      throw new Error(`${name} not found under ${WEB_DIR}/node_modules: run \`make setup\` ` +
+                      '(or `make web/node_modules/.package-lock.json`)');
     }
     throw e;
   }
@@ -112,8 +117,15 @@ function tensorOut(t, out) {
   return { dims: t.dims, dtype: t.type };
 }
 
+function sessionOptions() {
+  const t = process.env.EDGEDEPTH_TJS_THREADS;
+  if (t === undefined || t === '') return {};
+  if (!/^[1-9][0-9]*$/.test(t)) throw new Error(`EDGEDEPTH_TJS_THREADS=${JSON.stringify(t)}: expected a whole number >= 1`);
+  return { intraOpNumThreads: Number(t) };
+}
+
 async function loadModel(tjs, name, dtype) {
-  const opts = { dtype, device: 'cpu', local_files_only: true };
+  const opts = { dtype, device: 'cpu', local_files_only: true, session_options: sessionOptions() };
   try {
     return await tjs.AutoModelForDepthEstimation.from_pretrained(name, opts);
   } catch (e) {
@@ -123,17 +135,25 @@ async function loadModel(tjs, name, dtype) {
   }
 }
 
-async function cmdRaw([folder, dtype, pixels, out]) {
-  if (!out) throw new Error('usage: raw FOLDER DTYPE PIXELS.npy OUT.npy');
+async function cmdRaw([folder, dtype, ...pairs]) {
+  if (pairs.length < 2 || pairs.length % 2) throw new Error('usage: raw FOLDER DTYPE PIXELS.npy OUT.npy [PIXELS.npy OUT.npy ...]');
   checkDtype(dtype);
   const { tjs, name } = setupLocal(folder);
-  const { data, dims } = readNpy(pixels);
-  if (dims.length !== 4 || dims[1] !== 3) throw new Error(`${pixels}: shape [${dims}], expected [1,3,H,W]`);
+  const inputs = [];
+  for (let i = 0; i < pairs.length; i += 2) {
+    const { data, dims } = readNpy(pairs[i]);
+    if (dims.length !== 4 || dims[1] !== 3) throw new Error(`${pairs[i]}: shape [${dims}], expected [1,3,H,W]`);
+    inputs.push({ data, dims, out: pairs[i + 1] });
+  }
   const model = await loadModel(tjs, name, dtype);
   try {
-    const res = await model({ pixel_values: new tjs.Tensor('float32', data, dims) });
-    if (!res.predicted_depth) throw new Error(`model outputs ${Object.keys(res)}: no predicted_depth`);
-    return tensorOut(res.predicted_depth, out);
+    const results = [];
+    for (const { data, dims, out } of inputs) {
+      const res = await model({ pixel_values: new tjs.Tensor('float32', data, dims) });
+      if (!res.predicted_depth) throw new Error(`model outputs ${Object.keys(res)}: no predicted_depth`);
+      results.push(tensorOut(res.predicted_depth, out));
+    }
+    return results.length === 1 ? results[0] : results;
   } finally {
     await model.dispose?.();
   }
@@ -153,17 +173,19 @@ async function cmdPixels([folder, image, out]) {
   return tensorOut(await processorPixels(tjs, name, image), out);
 }
 
-async function cmdPipeline([folder, dtype, image, out]) {
-  if (!out) throw new Error('usage: pipeline FOLDER DTYPE IMAGE OUT.npy');
+async function cmdPipeline([folder, dtype, image, out, pixelsOut]) {
+  if (!out) throw new Error('usage: pipeline FOLDER DTYPE IMAGE OUT.npy [PIXELS_OUT.npy]');
   checkDtype(dtype);
   if (!fs.existsSync(image)) throw new Error(`${image}: no such file`);
   const { tjs, name } = setupLocal(folder);
-  const pipe = await tjs.pipeline('depth-estimation', name, { dtype, device: 'cpu', local_files_only: true });
+  const pipe = await tjs.pipeline('depth-estimation', name,
+    { dtype, device: 'cpu', local_files_only: true, session_options: sessionOptions() });
   try {
     const res = await pipe(path.resolve(image));
     const pd = res.predicted_depth;
     writeNpy(out, pd.data, pd.dims);
     const pv = await processorPixels(tjs, name, image);
+    if (pixelsOut) writeNpy(pixelsOut, pv.data, pv.dims);
     return {
       depth_size: [res.depth.width, res.depth.height],
       predicted_depth_dims: pd.dims,
@@ -182,7 +204,36 @@ async function cmdTasks() {
   };
 }
 
-const COMMANDS = { raw: cmdRaw, pipeline: cmdPipeline, pixels: cmdPixels, tasks: cmdTasks };
+// The installed version of package `name` as the packages themselves resolve it: the package.json above its entry point
+// (package.json subpaths are not always exported). `req`: the require to resolve with.
+function packageVersion(req, name) {
+  let dir = path.dirname(req.resolve(name));
+  for (;;) {
+    const pj = path.join(dir, 'package.json');
+    if (fs.existsSync(pj)) {
+      const j = JSON.parse(fs.readFileSync(pj, 'utf8'));
+      if (j.name === name) return j.version;
+    }
+    const up = path.dirname(dir);
+    if (up === dir) throw new Error(`${name}: no package.json above ${req.resolve(name)}`);
+    dir = up;
+  }
+}
+
+async function cmdVersions() {
+  load('@huggingface/transformers');               // the one-line "run make setup" error when it is missing
+  const tjsRequire = createRequire(requireWeb.resolve('@huggingface/transformers'));
+  return {
+    node: process.versions.node,
+    '@huggingface/transformers': packageVersion(requireWeb, '@huggingface/transformers'),
+    '@huggingface/tasks': packageVersion(requireWeb, '@huggingface/tasks'),
+    'onnxruntime-node': packageVersion(tjsRequire, 'onnxruntime-node'),     // the copy transformers.js loads
+    sharp: packageVersion(tjsRequire, 'sharp'),
+    libvips: tjsRequire('sharp').versions.vips,
+  };
+}
+
+const COMMANDS = { raw: cmdRaw, pipeline: cmdPipeline, pixels: cmdPixels, tasks: cmdTasks, versions: cmdVersions };
 
 async function main() {
   const [cmd, ...args] = process.argv.slice(2);

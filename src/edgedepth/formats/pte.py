@@ -184,8 +184,6 @@ PRECISIONS = ("fp32", "int8")
 INT8_OPS = ("linear", "all")
 # Rewrites (edgedepth.rewrites names) applied before export; both are exact (bit-identical in PyTorch).
 DEFAULT_REWRITES = ("drop_attention_mask", "freeze_position_embedding")
-# Backend id each partitioner writes into the .pte (WebGPU is a frontend over the Vulkan partitioner and serialiser).
-BACKEND_IDS = {"xnnpack": "XnnpackBackend", "webgpu": "VulkanBackend", "vulkan": "VulkanBackend"}
 # Graph bookkeeping nodes that are not work: a delegate call's tuple outputs are read with getitem.
 _STRUCTURAL = {"executorch_call_delegate", "getitem"}
 

@@ -6,12 +6,12 @@ returns a constant map).  One module per job:
 
   topology   the one stage topology: scale groups, neck/head activations in forward order, folding factors into weights
   probe      activation-range statistics per stage (forward hooks) on calibration photos  (``inspect --ranges``)
-  emulate    run a model with FP16 weights and FP16 storage of every op's output (check a build without a GPU)
   stress     ``*-fp16-stress``: a function-preserving rescaling whose internal activations overflow FP16
   report     text table / strict JSON of a probe report, and ``run_cli`` behind ``edgedepth inspect --ranges``
 
 The exact rescaling that fixes a model is a rewrite, ``edgedepth.rewrites.fp16_safe``; it imports this package, never
-the other way round.  Importing this package is light (no torch): it only registers the ``-fp16-stress`` model-name
+the other way round.  FP16 emulation (run a model with FP16 weights and FP16 storage of every op's output) is a
+verification tool: ``edgedepth.verify.fp16_emulation``.  Importing this package is light (no torch): it only registers the ``-fp16-stress`` model-name
 variant with ``edgedepth.variants`` (``load_checkpoint("synthetic-tiny-fp16-stress")``).
 """
 

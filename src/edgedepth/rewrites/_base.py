@@ -25,6 +25,3 @@ def fresh_copy(model: nn.Module) -> nn.Module:
     """Deep copy in eval mode: rewrites never mutate their input."""
     return copy.deepcopy(model).eval()
 
-
-def backbone_of(model: nn.Module) -> nn.Module:
-    return model.backbone

@@ -1,0 +1,35 @@
+"""BENCHMARKS section: dynamic vs static ONNX files (results/onnx_dynamic.json, benchmarks/onnx_dynamic.py)."""
+
+from __future__ import annotations
+
+from md_common import load
+from md_peers import env_line
+
+
+def section_onnx_dynamic(L: list[str]) -> None:
+    a = load("onnx_dynamic.json")
+    if not a:
+        return
+    m = a["method"]
+    h, w = a["size"]
+    L += ["## Dynamic-size ONNX files (what transformers.js needs) vs static", "",
+          f"`benchmarks/onnx_dynamic.py`: the full synthetic model at {h}×{w}, FP32 and INT8 (`quantize_dynamic`), each "
+          "exported static (position embedding frozen for the size) and with dynamic height and width (the release's "
+          f"`onnx/` files: the embedding resized in the graph). One interleaved run, {m['rounds']} rounds × "
+          f"({m['warmup']} + {m['iters']}) calls, {m['threads']} threads, per call {m['per_call']}; OpenVINO reshapes "
+          "the dynamic file to static shapes before compiling (edgedepth's runner does).", "",
+          "| runtime | precision | static ms | dynamic ms | dynamic ÷ static | round medians static / dynamic |",
+          "|---|---|---|---|---|---|"]
+    for r in a["rows"]:
+        rounds = (" / ".join(f"{v:.0f}" for v in r["static_round_medians_ms"]) + " — "
+                  + " / ".join(f"{v:.0f}" for v in r["dynamic_round_medians_ms"]))
+        L.append(f"| {r['runtime']} | {r['precision'].upper()} | {r['static_ms']:.0f} | {r['dynamic_ms']:.0f} | "
+                 f"**{r['dynamic_over_static']:.3f}** | {rounds} |")
+    files = a["files"]
+    L += ["", "Ops: " + ", ".join(f"{k} {v['ops']}" for k, v in files.items()) + ".", "",
+          "Parity of the dynamic FP32 file (ONNX Runtime) at other sizes, one random input each:", "",
+          "| size | rel-L2 vs PyTorch FP32 | vs float64 | PyTorch FP32 vs float64 |", "|---|---|---|---|"]
+    for p in a["parity_dynamic_fp32"]:
+        L.append(f"| {p['size'][0]}×{p['size'][1]} | {p['rel_l2_vs_torch_fp32']:.2e} | {p['rel_l2_vs_float64']:.2e} | "
+                 f"{p['torch_fp32_rel_l2_vs_float64']:.2e} |")
+    L += ["", env_line(a["environment"]), ""]
