@@ -1,5 +1,6 @@
 """Browser playground (``edgedepth serve`` + web/): server, preprocessing parity, LiteRT.js and ONNX Runtime Web on wasm
-and WebGPU, compare mode.
+and WebGPU, compare mode, transformers.js's pipeline on the release folder (conftest's session ``tiny_release``; every
+file it loads verified by the page).
 
 Headless Debian chromium through Playwright (never a downloaded browser). WebGPU runs on SwiftShader with
 ``--enable-unsafe-webgpu``; without it ``requestAdapter()`` returns null (the no-adapter path). Set-up:
@@ -44,9 +45,9 @@ def _prerequisites() -> str | None:
     if not os.path.exists(CHROMIUM):
         return f"{CHROMIUM} is missing (apt-get install chromium)"
     if not os.path.isdir(os.path.join(WEB, "node_modules", "@litertjs", "core", "wasm")):
-        return "LiteRT.js is not installed: run `npm ci --prefix web`"
+        return "LiteRT.js is not installed: run `ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefix web` (or make setup)"
     if not os.path.isdir(os.path.join(WEB, "node_modules", "onnxruntime-web", "dist")):
-        return "ONNX Runtime Web is not installed: run `npm ci --prefix web`"
+        return "ONNX Runtime Web is not installed: run `ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefix web` (or make setup)"
     return vulkan_problem()     # release folders record gpu_check (LiteRT's GPU accelerator on SwiftShader)
 
 
@@ -68,7 +69,7 @@ def _write_release(folder: str, paths: dict[str, str], size: tuple[int, int], *,
     from edgedepth.formats.tflite import describe
     from edgedepth.formats.tflite import gpu_check as run_gpu_check
     from edgedepth.release import manifest as mf
-    from edgedepth.release.build import ONNX_LAYOUT
+    from edgedepth.release.hub_files import ONNX_LAYOUT
 
     os.makedirs(folder, exist_ok=True)
     entries = {}
@@ -97,7 +98,7 @@ def _write_release(folder: str, paths: dict[str, str], size: tuple[int, int], *,
 
 
 @pytest.fixture(scope="module")
-def tiny_release(tmp_path_factory, tiny_plain_export):
+def plain_release(tmp_path_factory, tiny_plain_export):
     """synthetic-tiny 56x70, plain conversion, FP32 + INT8 (not fully GPU-delegated: BROADCAST_TO, GATHER_ND)."""
     folder = str(tmp_path_factory.mktemp("pg_tiny"))
     entries = _write_release(folder, dict(tiny_plain_export), TINY_SIZE)
@@ -212,7 +213,7 @@ class Page:
             return {state: E.state, backend: E.backend, backendReason: E.backendReason, adapter: E.adapter,
                     source: E.source, downloads: E.downloads, runs: E.runs, errors: E.errors, messages: E.messages,
                     lastLatencyMs: E.lastLatencyMs, webcam: E.webcam, maxDepth: E.maxDepth, mode: E.mode,
-                    artifact: E.artifact, runtime: E.runtime, ort: E.ort, compare: E.compare}; }""")
+                    artifact: E.artifact, runtime: E.runtime, ort: E.ort, compare: E.compare, tjs: E.tjs}; }""")
 
     def wait(self, expr: str, timeout_s: float = 120) -> None:
         try:
@@ -293,7 +294,7 @@ def _python_input(path: str, size: tuple[int, int]) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------------- the server
 
-def test_serve_errors_are_one_line(tmp_path, tiny_release):
+def test_serve_errors_are_one_line(tmp_path, plain_release):
     from edgedepth.errors import EdgedepthError
     from edgedepth.serve import main, make_server
 
@@ -313,20 +314,20 @@ def test_serve_errors_are_one_line(tmp_path, tiny_release):
             make_server(folder, port=0)
         assert "\n" not in str(e.value)
     with pytest.raises(EdgedepthError, match="loopback"):
-        make_server(tiny_release["folder"], port=0, host="0.0.0.0")
+        make_server(plain_release["folder"], port=0, host="0.0.0.0")
     with socket.socket() as s:  # a port in use
         s.bind(("127.0.0.1", 0))
         s.listen(1)
         port = s.getsockname()[1]
         with pytest.raises(EdgedepthError, match=f"port {port} .* already in use"):
-            make_server(tiny_release["folder"], port=port)
+            make_server(plain_release["folder"], port=port)
     assert main([str(tmp_path / "nope"), "--port", "0"]) == 2
 
 
-def test_serve_mime_types_and_isolation_headers(tiny_release, serve_folder):
-    url = serve_folder(tiny_release["folder"])
+def test_serve_mime_types_and_isolation_headers(plain_release, serve_folder):
+    url = serve_folder(plain_release["folder"])
     host, port = url.split("//")[1].rstrip("/").split(":")
-    fp32 = tiny_release["entries"]["fp32"]["path"]
+    fp32 = plain_release["entries"]["fp32"]["path"]
 
     def get(path: str, method: str = "GET"):
         c = http.client.HTTPConnection(host, int(port), timeout=10)
@@ -343,7 +344,12 @@ def test_serve_mime_types_and_isolation_headers(tiny_release, serve_folder):
                 "/vendor/@litertjs/wasm-utils/dist/index.js": "text/javascript",
                 "/vendor/onnxruntime-web/dist/ort.webgpu.min.mjs": "text/javascript",
                 "/vendor/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs": "text/javascript",
-                "/vendor/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm": "application/wasm"}
+                "/vendor/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm": "application/wasm",
+                "/tjs.js": "text/javascript",
+                "/vendor/@huggingface/transformers/dist/transformers.min.js": "text/javascript",
+                "/vendor/@huggingface/transformers/dist/transformers.js": "text/javascript",
+                "/vendor/@huggingface/transformers/ort/ort-wasm-simd-threaded.asyncify.mjs": "text/javascript",
+                "/vendor/@huggingface/transformers/ort/ort-wasm-simd-threaded.asyncify.wasm": "application/wasm"}
     for path, ctype in expected.items():
         status, headers, body = get(path)
         assert status == 200, path
@@ -352,20 +358,34 @@ def test_serve_mime_types_and_isolation_headers(tiny_release, serve_folder):
         assert headers["Cross-Origin-Embedder-Policy"] == "require-corp"
         assert int(headers["Content-Length"]) == len(body)
     status, headers, body = get(f"/release/{fp32}", "HEAD")
-    assert status == 200 and body == b"" and int(headers["Content-Length"]) == tiny_release["entries"]["fp32"]["bytes"]
-    # Only manifest.json and the files it lists; nothing outside web/, the two LiteRT.js packages and ORT-web's
-    # dist/*.mjs|*.wasm.
-    open(os.path.join(tiny_release["folder"], "secret.txt"), "w").write("no")
+    assert status == 200 and body == b"" and int(headers["Content-Length"]) == plain_release["entries"]["fp32"]["bytes"]
+    # transformers.js's wasm is its own (nested) ORT-web build's, not the page's ORT-web 1.31.1.
+    from edgedepth.serve import tjs_ort_dist, tjs_problem
+
+    nested = os.path.join(WEB, "node_modules", "@huggingface", "transformers", "node_modules", "onnxruntime-web", "dist")
+    assert tjs_ort_dist(WEB) == nested and tjs_problem(WEB) is None
+    wasm = "/vendor/@huggingface/transformers/ort/ort-wasm-simd-threaded.asyncify.wasm"
+    assert get(wasm)[2] == open(os.path.join(nested, "ort-wasm-simd-threaded.asyncify.wasm"), "rb").read()
+    # Only manifest.json and the files it lists; nothing outside web/, the two LiteRT.js packages, ORT-web's
+    # dist/*.mjs|*.wasm, transformers.js's two browser bundles and its ORT-web's dist/*.mjs|*.wasm.
+    open(os.path.join(plain_release["folder"], "secret.txt"), "w").write("no")
     try:
         for path in ("/release/secret.txt", "/release/../../../etc/passwd", "/release/%2e%2e/%2e%2e/etc/passwd",
                      "/../pyproject.toml", "/node_modules/@litertjs/core/package.json", "/vendor/@litertjs/core/README.md",
                      "/vendor/other/x.js", "/package-lock.json", "/nope.html",
                      "/vendor/onnxruntime-web/package.json", "/vendor/onnxruntime-web/dist/ort.min.js",
                      "/vendor/onnxruntime-web/dist/ort.webgpu.min.mjs.map", "/vendor/onnxruntime-web/dist/../package.json",
-                     "/vendor/onnxruntime-web/lib/index.mjs", "/node_modules/onnxruntime-web/dist/ort.min.mjs"):
+                     "/vendor/onnxruntime-web/lib/index.mjs", "/node_modules/onnxruntime-web/dist/ort.min.mjs",
+                     "/vendor/@huggingface/transformers/package.json",
+                     "/vendor/@huggingface/transformers/dist/transformers.node.mjs",
+                     "/vendor/@huggingface/transformers/dist/ort-wasm-simd-threaded.jsep.mjs",
+                     "/vendor/@huggingface/transformers/src/transformers.js",
+                     "/vendor/@huggingface/transformers/ort/ort.min.js",
+                     "/vendor/@huggingface/transformers/ort/../package.json",
+                     "/vendor/@huggingface/transformers/node_modules/onnxruntime-web/dist/ort.min.mjs"):
             assert get(path)[0] == 404, path
     finally:
-        os.remove(os.path.join(tiny_release["folder"], "secret.txt"))
+        os.remove(os.path.join(plain_release["folder"], "secret.txt"))
 
 
 # ---------------------------------------------------------------------------------------------------- preprocessing
@@ -394,9 +414,9 @@ def test_vectors_match_python_preprocess():
             assert np.array_equal(ref, x)
 
 
-def test_browser_preprocessing_is_bit_exact(tiny_release, serve_folder, open_page):
+def test_browser_preprocessing_is_bit_exact(plain_release, serve_folder, open_page):
     """web/preprocess.js (decode + Pillow bicubic + normalise) reproduces every vector exactly, both pass orders."""
-    p = open_page(serve_folder(tiny_release["folder"]))
+    p = open_page(serve_folder(plain_release["folder"]))
     for case in _vectors():
         data = base64.b64encode(open(os.path.join(VECTORS, case["image"]), "rb").read()).decode()
         h, w = case["size"]
@@ -424,7 +444,7 @@ def test_browser_preprocessing_is_bit_exact(tiny_release, serve_folder, open_pag
         assert got["f32"] == case["tensor_sha256"], f"{name}: float32 tensor differs from edgedepth.preprocess"
 
 
-def test_browser_decodes_jpeg_and_exif_like_pil(tmp_path, tiny_release, serve_folder, open_page):
+def test_browser_decodes_jpeg_and_exif_like_pil(tmp_path, plain_release, serve_folder, open_page):
     """Decoding is the browser's, not ours: on JPEG (matplotlib's Grace Hopper photo, and a re-encoded one rotated by
     EXIF orientation 6) it matches PIL + exif_transpose (measured: identical; allowed: 2 levels)."""
     from PIL import Image
@@ -436,7 +456,7 @@ def test_browser_decodes_jpeg_and_exif_like_pil(tmp_path, tiny_release, serve_fo
     exif = Image.Exif()
     exif[0x0112] = 6
     Image.open(os.path.join(VECTORS, "rgb_40x120.png")).save(rotated, quality=92, exif=exif)
-    p = open_page(serve_folder(tiny_release["folder"]))
+    p = open_page(serve_folder(plain_release["folder"]))
     for path in (sample_photo(), str(rotated)):
         data = base64.b64encode(open(path, "rb").read()).decode()
         got = p.page.evaluate("""async (data) => {
@@ -453,10 +473,10 @@ def test_browser_decodes_jpeg_and_exif_like_pil(tmp_path, tiny_release, serve_fo
         assert np.abs(rgb.astype(np.int16) - ref).max() <= 2, path
 
 
-def test_browser_colormap_matches_predict(tiny_release, serve_folder, open_page):
+def test_browser_colormap_matches_predict(plain_release, serve_folder, open_page):
     from edgedepth.predict import colorize
 
-    p = open_page(serve_folder(tiny_release["folder"]))
+    p = open_page(serve_folder(plain_release["folder"]))
     rng = np.random.default_rng(3)
     for depth in (rng.standard_normal(4096).astype(np.float32) * 3 + 1,
                   np.linspace(-2, 5, 1000, dtype=np.float32), np.full(64, 0.7, np.float32)):
@@ -468,15 +488,15 @@ def test_browser_colormap_matches_predict(tiny_release, serve_folder, open_page)
 
 # ---------------------------------------------------------------------------------------------------- inference
 
-def test_wasm_matches_pytorch_and_draws_the_depth_map(tiny_release, tiny_ckpt, serve_folder, open_page, tmp_path):
+def test_wasm_matches_pytorch_and_draws_the_depth_map(plain_release, tiny_ckpt, serve_folder, open_page, tmp_path):
     """FP32 on wasm: same input as Python (exact), output within FP32 noise of PyTorch (float64 reference, conftest
     policy); canvas colours."""
     from PIL import Image
 
     from edgedepth.predict import colorize
 
-    base = serve_folder(tiny_release["folder"])
-    entry = tiny_release["entries"]["fp32"]
+    base = serve_folder(plain_release["folder"])
+    entry = plain_release["entries"]["fp32"]
     p = open_page(f"{base}?backend=wasm&artifact={entry['path']}")
     st = p.run_photo()
     assert st["backend"] == "wasm" and st["source"] == "network" and not st["errors"], st
@@ -520,23 +540,23 @@ def test_metric_release_shows_metres_under_the_cursor(metric_release, serve_fold
     assert p.page.inner_text("#depth-at").startswith(f"{y[at['y'], at['x']]:.2f} m at ({at['x']}, {at['y']})")
 
 
-def test_int8_on_wasm_matches_ai_edge_litert(tiny_release, serve_folder, open_page):
-    entry = tiny_release["entries"]["int8"]
-    p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=wasm&artifact={entry['path']}")
+def test_int8_on_wasm_matches_ai_edge_litert(plain_release, serve_folder, open_page):
+    entry = plain_release["entries"]["int8"]
+    p = open_page(f"{serve_folder(plain_release['folder'])}?backend=wasm&artifact={entry['path']}")
     st = p.run_photo()
     assert st["backend"] == "wasm", st
     x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
     y = p.array("lastOutput").reshape(1, *TINY_SIZE)
-    ref = _python_reference(tiny_release["paths"]["int8"], x)
+    ref = _python_reference(plain_release["paths"]["int8"], x)
     # dynamic INT8: activation quantisation rounds differently in wasm and native XNNPACK (measured ~1e-4), a
     # quantisation-level effect that FP32 rounding cannot reach
     assert rel_l2(y, ref) <= 1e-3, rel_l2(y, ref)
 
 
-def test_cache_hit_on_reload_and_reverify(tiny_release, serve_folder, open_page):
+def test_cache_hit_on_reload_and_reverify(plain_release, serve_folder, open_page):
     """Second load comes from Cache Storage (no .tflite request); a corrupted cached copy is re-verified, dropped,
     downloaded again."""
-    base = serve_folder(tiny_release["folder"])
+    base = serve_folder(plain_release["folder"])
     url = f"{base}?backend=wasm&autoload=1"
     p = open_page(url)
     p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
@@ -566,9 +586,9 @@ def _reload_from_cache_then_corrupt_it(p, url: str, requests) -> None:
     assert len(requests()) == 2
 
 
-def test_tampered_file_is_refused(tmp_path, tiny_release, serve_folder, open_page):
+def test_tampered_file_is_refused(tmp_path, plain_release, serve_folder, open_page):
     folder = tmp_path / "release"
-    entry = _write_release(str(folder), {"fp32": tiny_release["paths"]["fp32"]}, TINY_SIZE, gpu_check=False)["fp32"]
+    entry = _write_release(str(folder), {"fp32": plain_release["paths"]["fp32"]}, TINY_SIZE, gpu_check=False)["fp32"]
     path = folder / entry["path"]
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01  # one bit, after the manifest was written
@@ -583,11 +603,11 @@ def test_tampered_file_is_refused(tmp_path, tiny_release, serve_folder, open_pag
     assert p.page.evaluate("caches.open('edgedepth-models-v1').then(c => c.keys()).then(k => k.length)") == 0
 
 
-def test_webgpu_falls_back_to_wasm_when_not_fully_delegated(tiny_release, tiny_ckpt, serve_folder, open_page):
+def test_webgpu_falls_back_to_wasm_when_not_fully_delegated(plain_release, tiny_ckpt, serve_folder, open_page):
     """The plain tiny graph has BROADCAST_TO/GATHER_ND, which LiteRT's WebGPU delegate lacks: wasm, reason shown."""
-    entry = tiny_release["entries"]["fp32"]
+    entry = plain_release["entries"]["fp32"]
     assert entry["gpu_fully_delegated"] is False
-    p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=webgpu&artifact={entry['path']}")
+    p = open_page(f"{serve_folder(plain_release['folder'])}?backend=webgpu&artifact={entry['path']}")
     st = p.run_photo()
     assert st["backend"] == "wasm", st
     assert "not fully delegated to WebGPU" in st["backendReason"], st
@@ -598,8 +618,8 @@ def test_webgpu_falls_back_to_wasm_when_not_fully_delegated(tiny_release, tiny_c
     _assert_fp32_parity(p.array("lastOutput"), tiny_ckpt.model, x, "wasm fallback FP32")
 
 
-def test_auto_prefers_wasm_over_a_software_adapter(tiny_release, serve_folder, open_page):
-    p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=auto&autoload=1")
+def test_auto_prefers_wasm_over_a_software_adapter(plain_release, serve_folder, open_page):
+    p = open_page(f"{serve_folder(plain_release['folder'])}?backend=auto&autoload=1")
     p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 60)
     st = p.state()
     assert st["backend"] == "wasm" and "software fallback adapter" in st["backendReason"], st
@@ -649,10 +669,10 @@ def test_webgpu_file_takes_uint8_pixels(tmp_path, tiny_ckpt, serve_folder, open_
         assert len(ms) == 2 and min(ms) > 0
 
 
-def test_no_webgpu_adapter_falls_back_to_wasm(pw, tiny_release, serve_folder, open_page):
+def test_no_webgpu_adapter_falls_back_to_wasm(pw, plain_release, serve_folder, open_page):
     b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args())  # no --enable-unsafe-webgpu: no adapter
     try:
-        p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=webgpu", b=b)
+        p = open_page(f"{serve_folder(plain_release['folder'])}?backend=webgpu", b=b)
         st = p.run_photo()
         assert st["backend"] == "wasm" and st["adapter"] is None, st
         assert "no WebGPU adapter" in st["backendReason"], st
@@ -688,11 +708,11 @@ def _webcam_frames(p, frames: int) -> dict:
     return video
 
 
-def test_webcam_shows_fps_backend_and_smooths_the_map(pw, tiny_release, serve_folder, open_page):
+def test_webcam_shows_fps_backend_and_smooths_the_map(pw, plain_release, serve_folder, open_page):
     """Webcam mode on Chromium's fake camera (a moving test pattern): a frames-per-second figure consistent with the
     model's own latency, the backend in use, and the smoothing toggle = an EMA of the normalised maps, replayed here
     bit for bit (float64 blend, stored as float32, as web/video.js computes it)."""
-    base = serve_folder(tiny_release["folder"])
+    base = serve_folder(plain_release["folder"])
     b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args(fake_camera=True))
     try:
         p = open_page(f"{base}?backend=wasm", b=b)
@@ -720,9 +740,9 @@ def test_webcam_shows_fps_backend_and_smooths_the_map(pw, tiny_release, serve_fo
         b.close()
 
 
-def test_webcam_reports_a_missing_camera(tiny_release, serve_folder, open_page):
+def test_webcam_reports_a_missing_camera(plain_release, serve_folder, open_page):
     # The default browser has no camera (and no permission to ask): a visible message, not a blank page.
-    p = open_page(f"{serve_folder(tiny_release['folder'])}?backend=wasm&smooth=7")
+    p = open_page(f"{serve_folder(plain_release['folder'])}?backend=wasm&smooth=7")
     assert "?smooth=7: expected a new-frame weight in (0, 1]" in p.messages_text()
     p.page.click("#webcam")
     p.wait("typeof edgedepth.webcam === 'string'", 20)
@@ -755,7 +775,7 @@ def test_docs_screenshot_shows_the_current_release():
     assert rec["ort"]["path"].endswith(".onnx") and rec["litert"]["gpu_fully_delegated"] is True
 
 
-def test_screenshot_script_captures_compare_mode(tmp_path, ort_release, tiny_release):
+def test_screenshot_script_captures_compare_mode(tmp_path, ort_release, plain_release):
     """scripts/screenshot.py end to end on a tiny release: PNG + record, atomically; a release without an .onnx is one
     line and exit 2, with nothing written."""
     from PIL import Image
@@ -777,14 +797,14 @@ def test_screenshot_script_captures_compare_mode(tmp_path, ort_release, tiny_rel
     assert sorted(os.listdir(tmp_path)) == ["shot.json", "shot.png"]
 
     bad = tmp_path / "bad.png"
-    r = subprocess.run([sys.executable, SCREENSHOT, tiny_release["folder"], "-o", str(bad)], capture_output=True,
+    r = subprocess.run([sys.executable, SCREENSHOT, plain_release["folder"], "-o", str(bad)], capture_output=True,
                        text=True, timeout=300)
     assert_one_line_error(r, "cannot run compare mode")
     assert sorted(os.listdir(tmp_path)) == ["shot.json", "shot.png"]
 
 
-def test_page_reports_an_unreadable_release(tiny_release, serve_folder, open_page):
-    p = open_page(f"{serve_folder(tiny_release['folder'])}?release=./nowhere/")
+def test_page_reports_an_unreadable_release(plain_release, serve_folder, open_page):
+    p = open_page(f"{serve_folder(plain_release['folder'])}?release=./nowhere/")
     st = p.state()
     assert st["state"] == "error" and "Cannot read the release folder" in p.page.inner_text("#messages .msg.error"), st
 
@@ -792,9 +812,9 @@ def test_page_reports_an_unreadable_release(tiny_release, serve_folder, open_pag
 # ---------------------------------------------------------------------------------------------------- ONNX Runtime Web
 
 def _js_exp(v: float) -> str:
-    """``v.toExponential(2)`` as JavaScript writes it (2.77e-7, not 2.77e-07)."""
+    """``v.toExponential(2)`` as JavaScript writes it (2.77e-7, not 2.77e-07; 0.00e+0)."""
     mantissa, exp = f"{v:.2e}".split("e")
-    return f"{mantissa}e{int(exp)}"
+    return f"{mantissa}e{'+' if int(exp) >= 0 else '-'}{abs(int(exp))}"
 
 
 def _fp32_noise(model, x) -> float:
@@ -987,6 +1007,236 @@ def test_page_says_what_to_run_without_onnxruntime_web(tmp_path, ort_release, se
     assert st["state"] == "error" and st["backend"] is None, st
     shown = p.page.inner_text("#messages")
     assert "ONNX Runtime Web could not start" in shown and "npm ci --prefix web" in shown, shown
+
+
+# ---------------------------------------------------------------------------------------------------- transformers.js
+# On conftest's session ``tiny_release`` (the release recipe at 28x42: config.json, preprocessor_config.json,
+# onnx/model*.onnx with dynamic height and width). transformers.js preprocesses with upstream's preprocessor_config.json (518, aspect
+# ratio kept, multiples of 14): on rgb_97x61.png it runs the model at 322x518.
+
+TJS_FILES = {"fp32": "onnx/model.onnx", "fp16": "onnx/model_fp16.onnx", "q8": "onnx/model_quantized.onnx"}
+TJS_VENDOR = ("/vendor/@huggingface/transformers/dist/", "/vendor/@huggingface/transformers/ort/")
+PHOTO_HW = (61, 97)       # rgb_97x61.png
+
+
+def _dpt_size(h: int, w: int, size: tuple[int, int] = (518, 518), multiple: int = 14) -> tuple[int, int]:
+    """Upstream DPTImageProcessor's keep_aspect_ratio + ensure_multiple_of size, as transformers.js computes it: the
+    scale closer to 1 for both sides, each side rounded (half to even) to a multiple of 14."""
+    sh, sw = size[0] / h, size[1] / w
+    s = sw if abs(1 - sw) < abs(1 - sh) else sh
+    return round(s * h / multiple) * multiple, round(s * w / multiple) * multiple
+
+
+def _tjs_release_copy(src, dst, size: tuple[int, int] | None = None) -> str:
+    """A copy of the tiny release; with ``size`` (h, w) its preprocessor_config.json asks for that size (manifest.json
+    updated to the new bytes): transformers.js then runs the model at the page's own size."""
+    from edgedepth.release import manifest as mf
+
+    shutil.copytree(src, dst)
+    if size:
+        pre = os.path.join(dst, "preprocessor_config.json")
+        with open(pre) as f:
+            cfg = json.load(f)
+        cfg["size"] = {"height": size[0], "width": size[1]}
+        with open(pre, "w") as f:
+            json.dump(cfg, f, indent=2)
+        m = mf.load(str(dst))
+        for f in m["files"]:
+            if f["path"] == "preprocessor_config.json":
+                f.update(mf.file_entry(str(dst), f["path"]))
+        mf.write(str(dst), m)
+    return str(dst)
+
+
+def _bilinear(y, size: tuple[int, int], dtype) -> np.ndarray:
+    """[.., h, w] -> [H, W] bilinear, half-pixel centres, no antialiasing: ONNX Resize(linear)'s defaults (what
+    transformers.js' interpolate_4d runs) = PyTorch's align_corners=False; computed in ``dtype``."""
+    import torch
+
+    t = torch.from_numpy(np.asarray(y, dtype)).reshape(1, 1, *np.shape(y)[-2:])
+    return torch.nn.functional.interpolate(t, size=size, mode="bilinear", align_corners=False)[0, 0].numpy()
+
+
+def _assert_tjs_files_verified(p: Page, base: str, st: dict, artifact: str) -> None:
+    """transformers.js got config.json, preprocessor_config.json and ``artifact``, each from the page's verified store
+    (a "SHA-256 verified ... for transformers.js" message per file); it fetched nothing itself (its env.fetch was never
+    called); every request of the page went to this server: the page, the vendored runtimes, manifest.json and the files
+    it lists, each file once."""
+    t = st["tjs"]
+    assert sorted(t["files"]) == sorted(["config.json", "preprocessor_config.json", artifact]), t
+    assert t["unverified"] == [], t["unverified"]
+    shown = p.messages_text()
+    for f in t["files"]:
+        assert any(line.startswith(f"{f}: ") and "SHA-256 verified" in line and "for transformers.js" in line
+                   for line in shown.splitlines()), (f, shown)
+    outside = [u for u in p.requests if not u.startswith((base, "data:", "blob:"))]
+    assert not outside, outside
+    local = ["/" + u[len(base):].split("?")[0] for u in p.requests if u.startswith(base)]
+    release = [u for u in local if u.startswith("/release/")]
+    assert len(release) == len(set(release)), release
+    listed = {"/release/manifest.json"} | {f"/release/{f['path']}" for f in p.page.evaluate("edgedepth.manifest.files")}
+    assert set(release) <= listed and {f"/release/{f}" for f in t["files"]} <= set(release), release
+    tjs = [u for u in local if u.startswith("/vendor/@huggingface/")]
+    assert tjs and all(u.startswith(TJS_VENDOR) for u in tjs), tjs
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "q8"])
+def test_transformers_js_runs_the_release_folder(dtype, tiny_release, tiny_ckpt, serve_folder, open_page):
+    """?runtime=tjs: transformers.js's pipeline('depth-estimation') on the release folder (wasm), from files the page
+    verified; its depth map has the photo's size; the page shows where its preprocessing differs from ours (its
+    pixel_values vs preprocess.js at its size: the same number numpy gets against edgedepth.preprocess). fp32: the map
+    is the checkpoint on its pixel_values, resized bilinearly, within FP32 noise of float64."""
+    artifact = TJS_FILES[dtype]
+    base = serve_folder(str(tiny_release))
+    p = open_page(f"{base}?runtime=tjs&backend=wasm&artifact={artifact}")
+    assert p.page.eval_on_selector("#artifact", "e => e.value") == artifact
+    assert f"dtype {dtype}" in p.page.inner_text("#artifact-info")
+    st = p.run_photo(timeout_s=240)
+    t = st["tjs"]
+    assert st["mode"] == "tjs" and st["artifact"] == artifact and not st["errors"], st
+    assert t["dtype"] == dtype and t["backend"] == "wasm" == st["backend"] and t["source"] == "network", t
+    rt = st["runtime"]
+    assert rt["tjs"]["version"] == "4.3.2" and rt["tjs"]["ort"].startswith("1.31.0-dev"), rt
+    assert rt["tjs"]["threads"] == rt["threads"] and rt["crossOriginIsolated"], rt
+    assert f"transformers.js 4.3.2 (its ONNX Runtime Web {rt['tjs']['ort']})" in p.page.inner_text("#st-runtime")
+    assert "ms per pipeline call on wasm" in p.page.inner_text("#st-latency")
+    # The depth map: the pipeline's predicted_depth, at the photo's size, drawn at that size.
+    h0, w0 = PHOTO_HW
+    assert t["outputSize"] == [h0, w0] and p.page.evaluate("edgedepth.lastOutputShape") == [1, h0, w0]
+    assert p.canvas("depth").shape[:2] == (h0, w0)
+    y = p.array("tjsLastOutput").reshape(h0, w0)
+    np.testing.assert_array_equal(y, p.array("lastOutput").reshape(h0, w0))
+    assert np.all(np.isfinite(y)) and np.ptp(y) > 0
+    # Its preprocessing vs ours (edgedepth.preprocess = preprocess.js, bit-exact) at the size it chose.
+    size = _dpt_size(h0, w0)
+    assert t["pixelSize"] == list(size) == [322, 518], t
+    pv = p.array("tjsPixelValues").reshape(1, 3, *size)
+    np.testing.assert_array_equal(pv, p.array("lastInput").reshape(pv.shape))
+    ours = _python_input(PHOTO, size)
+    pre = t["preprocessing"]["inputs"]
+    assert pre["relL2"] == pytest.approx(rel_l2(pv, ours), rel=1e-9), pre
+    assert pre["maxAbs"] == float(np.abs(pv.astype(np.float64) - ours).max())
+    assert 0 < pre["relL2"] < 0.5, pre      # canvas (bilinear) upscaling vs Pillow bicubic: they differ, moderately
+    shown = p.page.inner_text("#st-tjs")
+    assert f"pixel_values rel-L2 {_js_exp(pre['relL2'])}" in shown and "it fetched nothing itself" in shown, shown
+    assert f"{artifact} (dtype {dtype}) on wasm" in shown, shown
+    ref64 = _bilinear(float64_reference(tiny_ckpt.model, pv), (h0, w0), np.float64)
+    if dtype == "fp32":
+        fp32 = _bilinear(torch_fp32(tiny_ckpt.model, pv), (h0, w0), np.float32)
+        err = assert_within_fp32_noise(y, ref64, fp32, what="transformers.js pipeline fp32 (wasm)")
+    else:
+        # FP16 / q8 files: their rounding / quantisation error, far above FP32 noise (a constant, conftest policy 3;
+        # test_transformers_js.INT8_REL_L2_MAX: measured 7e-3..3e-2 for q8, ~1e-3 for FP16 on this model)
+        err = rel_l2(y, ref64)
+        assert 0 < err < 0.1, f"transformers.js {dtype} pipeline vs float64: rel-L2 {err:.3e}"
+    print(f"transformers.js {dtype} pipeline vs float64 (its pixel_values): rel-L2 {err:.3e}")
+    print(f"transformers.js {dtype}: pipeline {t['lastLatencyMs']:.0f} ms on wasm; pixel_values vs ours at "
+          f"{size[0]}x{size[1]}: rel-L2 {pre['relL2']:.3e}, max abs {pre['maxAbs']:.3e}")
+    _assert_tjs_files_verified(p, base, st, artifact)
+    if dtype == "q8":   # reload: every file from Cache Storage, re-verified, no request for any of them
+        n = len(p.requests)
+        p.goto(f"{base}?runtime=tjs&backend=wasm&artifact={artifact}&autoload=1")
+        p.wait("edgedepth.state === 'ready' || edgedepth.state === 'error'", 120)
+        st = p.state()
+        assert st["state"] == "ready" and set(st["tjs"]["sources"].values()) == {"cache"}, st["tjs"]
+        assert sorted(st["tjs"]["files"]) == sorted(t["files"]) and st["tjs"]["unverified"] == [], st["tjs"]
+        assert [u for u in p.requests[n:] if "/release/" in u] == [f"{base}release/manifest.json"], p.requests[n:]
+
+
+def test_transformers_js_in_compare_mode(tiny_release, tiny_ckpt, serve_folder, open_page):
+    """?runtime=compare&tjs=1: LiteRT.js, ORT-web and transformers.js (the same onnx/model.onnx as ORT-web, loaded
+    from the page's Cache Storage, re-verified) on one photo. Shown and in E.compare.tjs, all finite: its model on the
+    page's tensor vs both runtimes (FP32: within the FP32 noise bound, two FP32 runs), its pipeline map vs theirs at
+    the photo's size, and its preprocessing vs ours at its size: pixel_values and the maps its model makes of each."""
+    base = serve_folder(str(tiny_release))
+    p = open_page(f"{base}?runtime=compare&backend=wasm&tjs=1")
+    assert p.page.is_visible("#compare-tjs") and p.page.is_checked("#compare-tjs")
+    assert "transformers.js runs onnx/model.onnx (dtype fp32)" in p.page.inner_text("#artifact-info")
+    st = p.run_photo(timeout_s=240)
+    assert st["mode"] == "compare" and not st["errors"], st
+    c = st["compare"]
+    t = c["tjs"]
+    assert t["artifact"] == c["ort"]["artifact"] == "onnx/model.onnx" and t["backend"] == "wasm" and t["ms"] > 0, t
+    assert st["tjs"]["source"] == "cache" and st["tjs"]["sources"]["config.json"] == "network", st["tjs"]
+    H, W = t["modelSize"]
+    h0, w0 = PHOTO_HW
+    assert t["outputSize"] == [h0, w0] and t["pixelSize"] == list(_dpt_size(h0, w0)), t
+    x = p.array("lastInput").reshape(1, 3, H, W)
+    np.testing.assert_array_equal(x, _python_input(PHOTO, (H, W)))
+    y_same = p.array("tjsSameTensorOutput").reshape(H, W)
+    noise = _fp32_noise(tiny_ckpt.model, x)
+    for rt, key in (("ort", "ortLastOutput"), ("litert", "lastOutput")):
+        v = t["vs"][rt]
+        other = p.array(key).reshape(H, W)
+        assert v["sameTensor"]["relL2"] == pytest.approx(rel_l2(y_same, other), rel=1e-9, abs=1e-300), (rt, v)
+        assert v["sameTensor"]["relL2"] <= 2 * FP32_NOISE_FACTOR * noise, (rt, v, noise)
+        want = rel_l2(p.array("tjsLastOutput").reshape(h0, w0), _bilinear(other, (h0, w0), np.float64))
+        assert v["pipeline"]["relL2"] == pytest.approx(want, rel=1e-4), (rt, v, want)   # float32 vs float64 resize
+        assert np.isfinite(v["pipeline"]["relL2"]) and v["pipeline"]["relL2"] > 0
+    pre = t["preprocessing"]
+    assert pre["size"] == t["pixelSize"], pre
+    assert all(np.isfinite(pre[k]["relL2"]) and pre[k]["relL2"] > 0 for k in ("inputs", "maps")), pre
+    _assert_fp32_parity(y_same, tiny_ckpt.model, x, "transformers.js fp32 on the page's tensor")
+    shown = p.page.inner_text("#st-tjs")
+    for text in (f"pixel_values rel-L2 {_js_exp(pre['inputs']['relL2'])}",
+                 f"depth rel-L2 {_js_exp(pre['maps']['relL2'])}",
+                 f"vs ONNX Runtime Web: same {H}x{W} tensor rel-L2 {_js_exp(t['vs']['ort']['sameTensor']['relL2'])}",
+                 f"vs LiteRT.js: same {H}x{W} tensor rel-L2 {_js_exp(t['vs']['litert']['sameTensor']['relL2'])}",
+                 f"both at {h0}x{w0}: rel-L2 {_js_exp(t['vs']['ort']['pipeline']['relL2'])}"):
+        assert text in shown, (text, shown)
+    assert "transformers.js 4.3.2" in p.page.inner_text("#st-runtime")
+    assert f"transformers.js {t['ms']:.1f} ms per pipeline call on wasm" in p.page.inner_text("#st-latency")
+    assert p.page.is_visible("#depth-tjs") and p.canvas("depth-tjs").shape[:2] == (h0, w0)
+    assert "transformers.js: wasm (CPU)" in p.page.inner_text("#st-backend")
+    print(f"compare + transformers.js (wasm): same tensor vs ORT-web {t['vs']['ort']['sameTensor']['relL2']:.3e}, vs "
+          f"LiteRT.js {t['vs']['litert']['sameTensor']['relL2']:.3e} (bound {2 * FP32_NOISE_FACTOR * noise:.3e}); "
+          f"pipeline map vs ORT-web at {h0}x{w0} {t['vs']['ort']['pipeline']['relL2']:.3e}; preprocessing: inputs "
+          f"{pre['inputs']['relL2']:.3e}, maps {pre['maps']['relL2']:.3e}")
+    _assert_tjs_files_verified(p, base, st, "onnx/model.onnx")
+    assert p.model_requests(".onnx") == [f"{base}release/onnx/model.onnx"], p.model_requests(".onnx")
+
+
+def test_transformers_js_refuses_a_tampered_config(tmp_path, tiny_release, serve_folder, open_page):
+    """preprocessor_config.json changed after manifest.json was written (still valid JSON: 518 -> 517): the page refuses
+    it, transformers.js builds no pipeline, nothing runs, nothing is cached."""
+    folder = _tjs_release_copy(tiny_release, tmp_path / "release")
+    pre = os.path.join(folder, "preprocessor_config.json")
+    text = open(pre).read()
+    assert '"height": 518' in text
+    open(pre, "w").write(text.replace('"height": 518', '"height": 517'))
+    base = serve_folder(folder)
+    p = open_page(f"{base}?runtime=tjs&backend=wasm&autoload=1")
+    p.wait("edgedepth.state === 'error' || edgedepth.state === 'ready'", 120)
+    st = p.state()
+    assert st["state"] == "error" and st["runs"] == 0 and st["backend"] is None, st
+    assert any("preprocessor_config.json" in e and "SHA-256 mismatch" in e and "refusing" in e
+               for e in st["errors"]), st
+    assert "SHA-256 mismatch for preprocessor_config.json" in p.page.inner_text("#messages .msg.error")
+    keys = p.page.evaluate("caches.open('edgedepth-models-v1').then(c => c.keys()).then(k => k.map(r => r.url))")
+    assert not any("preprocessor_config.json" in k for k in keys), keys
+    # transformers.js, refused the file, looked for it elsewhere: its env.fetch answered "not found" (no request)
+    assert all(u.startswith("/edgedepth-verified/release/") for u in p.page.evaluate("edgedepth.tjs.unverified"))
+    assert [u for u in p.requests if "preprocessor_config" in u] == [f"{base}release/preprocessor_config.json"]
+
+
+def test_transformers_js_on_webgpu(tmp_path, tiny_release, serve_folder, open_page):
+    """backend=webgpu: transformers.js runs its pipeline with device 'webgpu' (SwiftShader here; its preprocessor asks
+    for 28x42, the page's size, to keep SwiftShader's shader compilation short); auto on a software adapter -> wasm,
+    with the reason, as for the other runtimes."""
+    folder = _tjs_release_copy(tiny_release, tmp_path / "release", size=(28, 42))
+    base = serve_folder(folder)
+    p = open_page(f"{base}?runtime=tjs&backend=webgpu")
+    st = p.run_photo(timeout_s=300)
+    t = st["tjs"]
+    assert t["backend"] == "webgpu" == st["backend"] and not st["errors"] and "swiftshader" in st["adapter"].lower(), st
+    assert t["pixelSize"] == [28, 42] and t["outputSize"] == list(PHOTO_HW), t
+    assert p.page.inner_text("#st-backend").startswith("WebGPU (as transformers.js runs it")
+    assert np.all(np.isfinite(p.array("tjsLastOutput"))) and np.isfinite(t["preprocessing"]["inputs"]["relL2"])
+    _assert_tjs_files_verified(p, base, st, "onnx/model.onnx")
+    p = open_page(f"{base}?runtime=tjs&backend=auto")
+    st = p.run_photo()
+    assert st["tjs"]["backend"] == "wasm" and "software fallback adapter" in st["tjs"]["backendReason"], st["tjs"]
+    assert "Running on wasm (transformers.js)" in p.messages_text()
 
 
 # ---------------------------------------------------------------------------------------------------- full size

@@ -1,11 +1,13 @@
-// edgedepth playground: manifest.json -> verified download (Cache Storage) -> LiteRT.js and/or ONNX Runtime Web
-// (WebGPU or wasm) -> depth map(s). Plain ES module, no framework, no bundler. Test hooks live on window.edgedepth
-// (see web/README.md).
+// edgedepth playground: manifest.json -> verified download (Cache Storage) -> LiteRT.js, ONNX Runtime Web and/or
+// transformers.js (WebGPU or wasm) -> depth map(s). Plain ES module, no framework, no bundler. Test hooks live on
+// window.edgedepth (see web/README.md).
 
 import * as litert from '@litertjs/core';
 import { colorizeDepth, colorizeUnit, normalizeDepth } from './colormap.js';
 import { createSession, loadOrt, ortInfo, runSession } from './ort.js';
 import { decodeImage, pixelsToNCHW, preprocessRGBA } from './preprocess.js';
+import { createPipeline, disposePipeline, dtypeOf, loadTjs, pixelValues, runModel, runPipeline, served, tjsInfo,
+  unverified } from './tjs.js';
 import { emaStep, FpsMeter } from './video.js';
 
 const params = new URLSearchParams(location.search);
@@ -13,8 +15,8 @@ const RELEASE = withSlash(params.get('release') || './release/');
 const VENDOR = './vendor/@litertjs/core/';
 const CACHE_NAME = 'edgedepth-models-v1';
 const PHOTO_MAX = 1280;   // longest side of the displayed photo
-const NAMES = { litert: 'LiteRT.js', ort: 'ONNX Runtime Web' };
-const MODES = ['litert', 'ort', 'compare'];
+const NAMES = { litert: 'LiteRT.js', ort: 'ONNX Runtime Web', tjs: 'transformers.js' };
+const MODES = ['litert', 'ort', 'tjs', 'compare'];
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -25,21 +27,25 @@ const ui = {
   drop: $('drop'), webcam: $('webcam'), photo: $('photo'), views: $('views'), depth: $('depth'), video: $('video'),
   depthCaption: $('depth-caption'), depthAt: $('depth-at'), depthTitle: $('depth-title'), ortFigure: $('ort-figure'),
   depthOrt: $('depth-ort'), smooth: $('smooth'), smoothAlpha: $('smooth-alpha'), smoothAlphaOut: $('smooth-alpha-out'),
-  videoRow: $('st-video-row'), videoOut: $('st-video'),
+  videoRow: $('st-video-row'), videoOut: $('st-video'), compareTjs: $('compare-tjs'),
+  compareTjsLabel: $('compare-tjs-label'), tjsFigure: $('tjs-figure'), depthTjs: $('depth-tjs'),
+  tjsRow: $('st-tjs-row'), tjsOut: $('st-tjs'),
 };
 
 // Everything a test (or a curious user in the console) may read.
 const E = {
   state: 'starting',          // starting | idle | downloading | verifying | compiling | ready | running | error
-  mode: 'litert',             // 'litert' | 'ort' | 'compare': which runtime(s) run the photo
-  // The fields below describe the page's runtime: LiteRT.js ('litert' and 'compare') or ONNX Runtime Web ('ort').
+  mode: 'litert',             // 'litert' | 'ort' | 'tjs' | 'compare': which runtime(s) run the photo
+  // The fields below describe the page's runtime: LiteRT.js ('litert' and 'compare'), ONNX Runtime Web ('ort') or
+  // transformers.js ('tjs': lastOutput is the pipeline's map at the photo's size, lastInput its pixel_values).
   artifact: null,             // manifest path of the loaded file
   backend: null,              // 'webgpu' | 'wasm' (what actually runs)
   backendRequested: null,     // 'auto' | 'webgpu' | 'wasm'
   backendReason: null,        // why wasm runs when WebGPU was possible to ask for
   adapter: null,              // WebGPU adapter name, or null
   adapterIsFallback: null,
-  runtime: null,              // {litertjs, threads, crossOriginIsolated, ort: {version, threads} once ORT-web loaded}
+  runtime: null,              // {litertjs, threads, crossOriginIsolated, ort: {version, threads} once ORT-web loaded,
+                              //   tjs: {version, ort, threads} once transformers.js loaded}
   source: null,               // 'network' | 'cache' for the loaded file
   downloads: 0,               // network downloads of model files in this page
   lastInput: null,            // [1,3,H,W] of the last inference: Float32Array, or Uint8Array pixels for a _u8in file
@@ -63,15 +69,24 @@ const E = {
   ort: null,                  // ONNX Runtime Web's model ('ort', 'compare'): {artifact, backend, backendReason, source,
                               //   lastLatencyMs, latencies}
   ortLastOutput: null,        // Float32Array [1,H,W] of ONNX Runtime Web's last inference
-  compare: null,              // 'compare': {relL2, maxAbs, litert: {ms, backend, artifact}, ort: {...}}
+  compare: null,              // 'compare': {relL2, maxAbs, litert: {ms, backend, artifact}, ort: {...}, tjs: {...}
+                              //   with transformers.js (see web/README.md)}
+  tjs: null,                  // transformers.js ('tjs', compare with it): {artifact, dtype, backend, backendReason,
+                              //   source, sources {path: network|cache}, files (what it got, all verified),
+                              //   unverified (URLs it tried to fetch itself: answered 404), lastLatencyMs, latencies,
+                              //   outputSize [h, w], pixelSize [h, w], preprocessing {size, inputs {relL2, maxAbs}}}
+  tjsLastOutput: null,        // Float32Array [h*w]: the pipeline's predicted_depth (resized to the photo by it)
+  tjsPixelValues: null,       // Float32Array [1,3,h,w]: its pixel_values for the last photo
+  tjsSameTensorOutput: null,  // compare: Float32Array [1,H,W], its model on the tensor the other runtimes got
+  tjsReady: false,            // manifest.json lists config.json + preprocessor_config.json + onnx/model*.onnx
 };
 window.edgedepth = E;
 
-let manifestFiles = { litert: [], ort: [] };   // .tflite and .onnx entries of manifest.json
+let manifestFiles = { litert: [], ort: [], tjs: [] };   // .tflite, .onnx, transformers.js .onnx entries
 let lastInputs = null;        // the last inference's inputs by dtype: {float32: Float32Array, uint8: Uint8Array | null}
 let recommended = null;       // manifest.json's recommendation for the backend that will run, {path, why, use}
-const current = { litert: null, ort: null };   // per runtime: {key, entry, choice, model, backend, reason, source}
-const loading = { litert: null, ort: null };   // per runtime: {key, promise} of the load in progress
+const current = { litert: null, ort: null, tjs: null };   // per runtime: {key, entry, choice, model, backend, ...}
+const loading = { litert: null, ort: null, tjs: null };   // per runtime: {key, promise} of the load in progress
 let busy = false;
 let pending = null;           // latest image waiting while an inference runs
 let photoAspect = null;
@@ -113,6 +128,10 @@ function fileUrl(entry) { return RELEASE + entry.path.split('/').map(encodeURICo
 function mb(n) { return (n / 1e6).toFixed(n < 1e7 ? 2 : 1); }
 
 function label(f) {
+  if (mode() === 'tjs') {
+    return [`dtype ${dtypeOf(f.path)}`, f.path, `${mb(f.bytes)} MB`, f.dynamic_size ? 'dynamic size' : ''].filter(Boolean)
+      .join(' · ');
+  }
   const gpu = f.gpu_fully_delegated === true ? 'GPU: fully delegated' :
     f.gpu_fully_delegated === false ? 'GPU: not fully delegated' : '';
   const pixels = f.input?.dtype === 'uint8' ? 'uint8 pixels in' : '';   // _u8in: the WebGPU file
@@ -146,12 +165,27 @@ async function readManifest() {
     f.input.shape.length !== 4);
   if (bad.length) throw new Error(`manifest.json: ${bad[0].path} lacks sha256, bytes or a [1,3,H,W] input shape`);
   if (!files.length) throw new Error('manifest.json lists no .tflite or .onnx file: nothing to run');
-  return { manifest: m, files: { litert: files.filter(isTflite), ort: files.filter(isOnnx) } };
+  // transformers.js needs the folder's config.json + preprocessor_config.json (verified like the models) and runs
+  // onnx/model<dtype suffix>.onnx
+  const verifiable = (f) => f && typeof f.sha256 === 'string' && Number.isFinite(f.bytes);
+  const tjsReady = ['config.json', 'preprocessor_config.json']
+    .every((p) => verifiable(m.files.find((f) => f.path === p)));
+  const tjs = tjsReady ? files.filter((f) => isOnnx(f) && dtypeOf(f.path)) : [];
+  return { manifest: m, files: { litert: files.filter(isTflite), ort: files.filter(isOnnx), tjs },
+    tjsReady: tjs.length > 0 };
 }
 
 function mode() { return ui.mode.value; }
 /** The runtime whose state the page's main fields show (LiteRT.js also in compare mode). */
-function primary() { return mode() === 'ort' ? 'ort' : 'litert'; }
+function primary() { return mode() === 'ort' || mode() === 'tjs' ? mode() : 'litert'; }
+/** compare mode with transformers.js as a third runtime (the checkbox, ?tjs=1). */
+function compareTjs() { return mode() === 'compare' && E.tjsReady && ui.compareTjs.checked; }
+/** The transformers.js file compared with ONNX Runtime Web's: the same .onnx when transformers.js can load it (same
+ * bytes, two ORT-web builds), else its FP32 file. */
+function tjsPartnerOf(o) {
+  const files = manifestFiles.tjs;
+  return (o && files.find((f) => f.path === o.path)) || files.find((f) => dtypeOf(f.path) === 'fp32') || files[0] || null;
+}
 function listed() { return manifestFiles[primary()]; }
 
 /** The .onnx compared with a .tflite: same input size; the same precision, else FP32, else any. */
@@ -188,8 +222,8 @@ function fillArtifacts(keep, announce = false) {
   if (keepable && (mode() !== 'compare' || partnerOf(keepable))) {
     ui.artifact.value = keep;
   } else {
-    if (keep && announce) say('warn', `?artifact=${keep} is not a ${primary() === 'ort' ? '.onnx' : '.tflite'} file of ` +
-      'manifest.json; using the default file');
+    if (keep && announce) say('warn', `?artifact=${keep} is not a ${{ ort: '.onnx', tjs: 'transformers.js .onnx ' +
+      '(onnx/model*.onnx)' }[primary()] || '.tflite'} file of manifest.json; using the default file`);
     const f = defaultFile(files);
     if (f) ui.artifact.value = f.path;
     if (announce && f && recommended && f.path === recommended.path) {
@@ -209,12 +243,21 @@ function showArtifactInfo() {
     return;
   }
   const [, , h, w] = f.input.shape;
+  if (mode() === 'tjs') {
+    ui.artifactInfo.textContent = `${f.path} — transformers.js pipeline('depth-estimation'), dtype ${dtypeOf(f.path)}, ` +
+      'with this folder\'s config.json and preprocessor_config.json (its own preprocessing and input size; ' +
+      `manifest.json verified the file at ${h}x${w}` + (f.dynamic_size ? ', dynamic height and width' : '') +
+      `), sha256 ${f.sha256.slice(0, 16)}…`;
+    return;
+  }
   const other = mode() === 'compare' ? partnerOf(f) : null;
   const dtype = f.input.dtype === 'uint8' ? 'uint8 NCHW (resized RGB pixels; the graph normalises)' : 'float32 NCHW';
   ui.artifactInfo.textContent = `${f.path} — input ${f.input.name || ''} [1,3,${h},${w}] ${dtype}, ` +
     `output [1,${h},${w}]` + (f.ops ? `, ${f.ops} ops` : '') + `, sha256 ${f.sha256.slice(0, 16)}…` +
     (mode() !== 'compare' ? '' : other ? `; compared with ${other.path} (${(other.precision || '?').toUpperCase()}, ` +
-      `sha256 ${other.sha256.slice(0, 16)}…)` : `; no .onnx of ${h}x${w} in manifest.json to compare with`);
+      `sha256 ${other.sha256.slice(0, 16)}…)` : `; no .onnx of ${h}x${w} in manifest.json to compare with`) +
+    (other && compareTjs() ? `; transformers.js runs ${tjsPartnerOf(other).path} ` +
+      `(dtype ${dtypeOf(tjsPartnerOf(other).path)})` : '');
 }
 
 // ---------------------------------------------------------------------------------------------------- runtime
@@ -241,7 +284,7 @@ async function loadRuntime() {
   let version = '?';
   try { version = (await (await fetch(`${VENDOR}package.json`)).json()).version; } catch { /* shown as ? */ }
   const n = lr.liteRtWasm.getThreadCount ? lr.liteRtWasm.getThreadCount() : 1;
-  E.runtime = { litertjs: version, threads: threads ? n : 1, crossOriginIsolated: isolated, ort: null };
+  E.runtime = { litertjs: version, threads: threads ? n : 1, crossOriginIsolated: isolated, ort: null, tjs: null };
   showRuntime();
   if (!isolated) say('warn', 'The page is not cross-origin isolated (COOP/COEP headers missing): wasm runs single-threaded.');
   return lr;
@@ -252,6 +295,7 @@ function showRuntime() {
   const t = (n) => `wasm ${n === 1 ? '1 thread' : `${n} threads`}`;
   ui.runtime.textContent = `LiteRT.js ${r.litertjs}, ${t(r.threads)}` +
     (r.ort ? ` · ONNX Runtime Web ${r.ort.version}, ${t(r.ort.threads)}` : '') +
+    (r.tjs ? ` · transformers.js ${r.tjs.version} (its ONNX Runtime Web ${r.tjs.ort}), ${t(r.tjs.threads)}` : '') +
     (r.crossOriginIsolated ? '' : ' (page not cross-origin isolated: no threads)');
 }
 
@@ -272,6 +316,25 @@ function ensureOrt() {
     ortReady.catch(() => { ortReady = null; });   // try again on the next load
   }
   return ortReady;
+}
+
+// transformers.js likewise, when first needed (its own ORT-web build, same thread count).
+let tjsStart = null;
+function ensureTjs() {
+  if (!tjsStart) {
+    tjsStart = (async () => {
+      await runtimeReady;
+      try {
+        E.runtime.tjs = await loadTjs(E.runtime.threads);
+      } catch (e) {
+        throw new Error(`transformers.js could not start (${msg(e)}). Is \`make setup\` (or \`npm ci --prefix web\`) ` +
+          'done? Run it and restart `edgedepth serve`');
+      }
+      showRuntime();
+    })();
+    tjsStart.catch(() => { tjsStart = null; });
+  }
+  return tjsStart;
 }
 
 async function detectWebGPU() {
@@ -346,7 +409,21 @@ async function ortWebGPU(bytes) {
   }
 }
 
-/** Per runtime: compile on WebGPU or wasm, run one [1,3,H,W] tensor (input + run + output read-back), free. */
+/** transformers.js on WebGPU (device 'webgpu': ORT-web's WebGPU execution provider, as transformers.js sets it up):
+ * {model} or {reason}. `files` resolves manifest paths to verified bytes; a refused file is an error, not a reason to
+ * try wasm. */
+async function tjsWebGPU(files, entry) {
+  try {
+    return { model: await createPipeline(dtypeOf(entry.path), 'webgpu', files) };
+  } catch (e) {
+    if (e instanceof Refused) throw e;
+    return { reason: `transformers.js could not build its pipeline on WebGPU: ${e.message}` };
+  }
+}
+
+/** Per runtime: compile on WebGPU or wasm, run one [1,3,H,W] tensor (input + run + output read-back), free.
+ * (transformers.js: "compile" = build its pipeline from the verified files; run = its model alone on a tensor; the
+ * pipeline itself runs in inferTjs.) */
 const runners = {
   litert: {
     webgpu: litertWebGPU,
@@ -378,6 +455,12 @@ const runners = {
     run: runSession,
     dispose: (session) => session.release(),
   },
+  tjs: {
+    webgpu: tjsWebGPU,
+    wasm: (files, entry) => createPipeline(dtypeOf(entry.path), 'wasm', files),
+    run: runModel,
+    dispose: disposePipeline,
+  },
 };
 
 /** The same backend rules for both runtimes: 'wasm' is wasm; otherwise WebGPU on a usable adapter ('auto': not a
@@ -402,9 +485,9 @@ async function compile(rt, bytes, entry, choice) {
       reason = r.reason;
     }
     reason = reason.replace(/[.\s]+$/, '');
-    say('warn', `Running on wasm${rt === 'ort' ? ' (ONNX Runtime Web)' : ''}: ${reason}.`);
+    say('warn', `Running on wasm${rt === 'litert' ? '' : ` (${NAMES[rt]})`}: ${reason}.`);
   }
-  const model = await runners[rt].wasm(bytes);
+  const model = await runners[rt].wasm(bytes, entry);
   return { model, backend: 'wasm', reason };
 }
 
@@ -527,14 +610,37 @@ async function verifiedBytes(entry) {
   return { bytes, source: 'network' };
 }
 
+/** transformers.js's file source: manifest path -> verified bytes (downloaded or from Cache Storage, the same rules
+ * as the models), null for a path manifest.json does not list (transformers.js then treats it as missing). Each file
+ * is verified once per load, even when the pipeline is built twice (WebGPU, then wasm). */
+function tjsFiles(sources) {
+  const done = new Map();
+  return (path) => {
+    if (!done.has(path)) {
+      const entry = E.manifest.files.find((f) => f.path === path);
+      done.set(path, !entry || typeof entry.sha256 !== 'string' || !Number.isFinite(entry.bytes) ? Promise.resolve(null) :
+        verifiedBytes(entry).then(({ bytes, source }) => {
+          sources[path] = source;
+          const size = entry.bytes < 1e5 ? `${entry.bytes} bytes` : `${mb(entry.bytes)} MB`;
+          const where = source === 'cache' ? 'from Cache Storage' : 'downloaded';
+          say('info', `${path}: ${size}, SHA-256 verified (${where}) for transformers.js.`);
+          setState('compiling');
+          return bytes;
+        }));
+    }
+    return done.get(path);
+  };
+}
+
 // ---------------------------------------------------------------------------------------------------- model
 
 function keyOf(entry, choice) { return `${entry ? entry.path : ''}|${choice}`; }
 
-/** What the mode runs: [{rt, entry}] (compare: the selected .tflite, then its .onnx partner). */
+/** What the mode runs: [{rt, entry}] (compare: the selected .tflite, then its .onnx partner, then transformers.js's
+ * file when it is compared too). */
 function wanted() {
   const entry = selectedEntry();
-  if (mode() === 'ort') return [{ rt: 'ort', entry }];
+  if (mode() === 'ort' || mode() === 'tjs') return [{ rt: mode(), entry }];
   if (mode() === 'litert') return [{ rt: 'litert', entry }];
   const other = partnerOf(entry);
   if (entry && !other) {
@@ -542,7 +648,8 @@ function wanted() {
     throw new Error(`compare needs an .onnx file of the same input size (${h}x${w}) as ${entry.path}; ` +
       'manifest.json lists none');
   }
-  return [{ rt: 'litert', entry }, { rt: 'ort', entry: other }];
+  const both = [{ rt: 'litert', entry }, { rt: 'ort', entry: other }];
+  return compareTjs() && other ? [...both, { rt: 'tjs', entry: tjsPartnerOf(other) }] : both;
 }
 
 /** The compiled models the mode needs, loaded one after the other: [current.litert] and/or [current.ort]. */
@@ -600,11 +707,12 @@ function showBackends() {
   const one = (rt) => {
     const c = current[rt];
     if (!c) return '—';
-    return c.backend === 'webgpu' ? `WebGPU${rt === 'litert' ? ' (FP32 precision requested)' : ''}` :
+    return c.backend === 'webgpu' ? `WebGPU${{ litert: ' (FP32 precision requested)', tjs: ' (as transformers.js ' +
+      'runs it: ORT-web may keep shape computations on the CPU)' }[rt] || ''}` :
       `wasm (CPU)${c.reason ? ` — ${c.reason}` : ''}`;
   };
-  ui.backendOut.textContent = mode() === 'compare' ? `${NAMES.litert}: ${one('litert')} · ${NAMES.ort}: ${one('ort')}` :
-    one(primary());
+  ui.backendOut.textContent = mode() === 'compare' ? `${NAMES.litert}: ${one('litert')} · ${NAMES.ort}: ${one('ort')}` +
+    (compareTjs() ? ` · ${NAMES.tjs}: ${one('tjs')}` : '') : one(primary());
 }
 
 async function loadModel(rt, entry, choice) {
@@ -618,17 +726,48 @@ async function loadModel(rt, entry, choice) {
     if (rt === 'ort') {
       E.ort = { artifact: entry.path, backend: null, backendReason: null, source: null, lastLatencyMs: null, latencies: null };
     }
-    const ready = rt === 'ort' ? ensureOrt() : runtimeReady;
-    const { bytes, source } = await verifiedBytes(entry);
-    const where = source === 'cache' ? 'from Cache Storage' : 'downloaded';
-    say('info', `${entry.path}: ${mb(entry.bytes)} MB, SHA-256 verified (${where}).`);
-    if (main) E.source = source;
-    if (rt === 'ort') E.ort.source = source;
-    setState('compiling');
+    if (rt === 'tjs') {
+      E.tjs = { artifact: entry.path, dtype: dtypeOf(entry.path), backend: null, backendReason: null, source: null,
+        sources: {}, files: [], unverified: [], lastLatencyMs: null, latencies: null, outputSize: null, pixelSize: null,
+        preprocessing: null };
+    }
+    const ready = { ort: ensureOrt, tjs: ensureTjs }[rt]?.() || runtimeReady;
+    let bytes;
+    let source;
+    if (rt === 'tjs') {
+      // transformers.js asks for the files it needs while its pipeline is built; each comes from here, verified
+      await ready;
+      bytes = tjsFiles(E.tjs.sources);
+    } else {
+      ({ bytes, source } = await verifiedBytes(entry));
+      const where = source === 'cache' ? 'from Cache Storage' : 'downloaded';
+      say('info', `${entry.path}: ${mb(entry.bytes)} MB, SHA-256 verified (${where}).`);
+      if (main) E.source = source;
+      if (rt === 'ort') E.ort.source = source;
+      setState('compiling');
+    }
     await ready;
     const t0 = performance.now();
-    const compiled = await compile(rt, bytes, entry, choice);
+    let compiled;
+    try {
+      compiled = await compile(rt, bytes, entry, choice);
+    } finally {
+      if (rt === 'tjs') Object.assign(E.tjs, { files: [...served], unverified: [...unverified] });
+    }
     const ms = performance.now() - t0;
+    if (rt === 'tjs') {
+      source = E.tjs.sources[entry.path] || null;
+      E.tjs.source = source;
+      if (main) E.source = source;
+      if (!E.tjs.files.includes(entry.path)) {
+        compiled.model && Promise.resolve(disposePipeline(compiled.model)).catch(() => {});
+        throw new Error(`transformers.js did not load ${entry.path} (it loaded ${E.tjs.files.join(', ') || 'nothing'})`);
+      }
+      if (E.tjs.unverified.length) {
+        say('info', `transformers.js asked for ${E.tjs.unverified.length} file(s) that manifest.json does not list ` +
+          `(${E.tjs.unverified.join(', ')}): answered "not found", nothing fetched.`);
+      }
+    }
     retire(rt);
     current[rt] = { rt, key: keyOf(entry, choice), entry, choice, source, latencies: [], ...compiled };
     if (rt === 'ort') {
@@ -636,11 +775,19 @@ async function loadModel(rt, entry, choice) {
       E.runtime.ort = ortInfo();   // ORT drops to 1 thread where SharedArrayBuffer is unavailable
       showRuntime();
     }
+    if (rt === 'tjs') {
+      Object.assign(E.tjs, { backend: compiled.backend, backendReason: compiled.reason, latencies: current.tjs.latencies });
+      E.runtime.tjs = tjsInfo();
+      showRuntime();
+      showTjs();
+    }
     if (main) Object.assign(E, { backend: compiled.backend, backendReason: compiled.reason, latencies: current[rt].latencies });
     showBackends();
     ui.adapter.textContent = E.adapter ? `${E.adapter}${E.adapterIsFallback ? ' (software fallback adapter)' : ''}` :
       (choice === 'wasm' ? 'not used (wasm chosen)' : 'none');
-    say('info', `${NAMES[rt]}: compiled for ${compiled.backend} in ${ms.toFixed(0)} ms.`);
+    say('info', rt === 'tjs' ? `transformers.js: pipeline('depth-estimation') ready on ${compiled.backend} in ` +
+      `${ms.toFixed(0)} ms (dtype ${dtypeOf(entry.path)}; every file it loaded was SHA-256-verified by this page: ` +
+      `${E.tjs.files.join(', ')}).` : `${NAMES[rt]}: compiled for ${compiled.backend} in ${ms.toFixed(0)} ms.`);
     setState('ready');
     return current[rt];
   } catch (e) {
@@ -666,34 +813,123 @@ function relL2(a, b) {
   return { relL2: Math.sqrt(num) / Math.sqrt(den), maxAbs };
 }
 
+/** Bilinear resize of a [inH, inW] map to [outH, outW]: ONNX Resize 'linear' with half_pixel coordinates, no
+ * antialiasing (what transformers.js's interpolate_4d runs on predicted_depth), float64 arithmetic, float32 result. */
+function resizeBilinear(src, inH, inW, outH, outW) {
+  if (inH === outH && inW === outW) return src;
+  const axis = (n, m) => {
+    const i0 = new Int32Array(m);
+    const i1 = new Int32Array(m);
+    const f = new Float64Array(m);
+    for (let o = 0; o < m; o++) {
+      const c = Math.min(Math.max((o + 0.5) * (n / m) - 0.5, 0), n - 1);
+      i0[o] = Math.floor(c);
+      i1[o] = Math.min(i0[o] + 1, n - 1);
+      f[o] = c - i0[o];
+    }
+    return { i0, i1, f };
+  };
+  const ys = axis(inH, outH);
+  const xs = axis(inW, outW);
+  const out = new Float32Array(outH * outW);
+  for (let y = 0; y < outH; y++) {
+    const r0 = ys.i0[y] * inW;
+    const r1 = ys.i1[y] * inW;
+    const fy = ys.f[y];
+    for (let x = 0; x < outW; x++) {
+      const a = xs.i0[x];
+      const b = xs.i1[x];
+      const fx = xs.f[x];
+      const top = src[r0 + a] + (src[r0 + b] - src[r0 + a]) * fx;
+      const bottom = src[r1 + a] + (src[r1 + b] - src[r1 + a]) * fx;
+      out[y * outW + x] = top + (bottom - top) * fy;
+    }
+  }
+  return out;
+}
+
+/** transformers.js on one photo: its pipeline (its preprocessing, inference, resize to the photo's size), then its
+ * preprocessing alone against ours (preprocess.js) at its input size. In compare mode also: its model on our tensor of
+ * that size (how much its preprocessing moves the map), on the tensor the other runtimes got (runtime differences
+ * only), and its pipeline map against theirs, both resized to the photo's size. */
+async function inferTjs(m, rgba, width, height, out, H, W) {
+  try {
+    return await inferTjsOnce(m, rgba, width, height, out, H, W);
+  } catch (e) {
+    retire('tjs');    // a failed run leaves transformers.js unusable (tjs.js): the next photo builds a new pipeline
+    throw e;
+  }
+}
+
+async function inferTjsOnce(m, rgba, width, height, out, H, W) {
+  const pipe = m.model;
+  const s = performance.now();
+  const r = await runPipeline(pipe, rgba, width, height);
+  const ms = performance.now() - s;
+  m.latencies.push(ms);
+  const [h0, w0] = r.dims;
+  if (r.y.length !== h0 * w0) throw new Error(`transformers.js returned ${r.y.length} values for a ${h0}x${w0} map`);
+  const pv = await pixelValues(pipe, rgba, width, height);
+  const [, , ph, pw] = pv.dims;
+  const q0 = performance.now();
+  const ours = preprocessRGBA(rgba, width, height, ph, pw).tensor;
+  const oursMs = performance.now() - q0;
+  const preprocessing = { size: [ph, pw], inputs: relL2(pv.data, ours) };
+  const res = { y: r.y, H: h0, W: w0, ms, backend: m.backend, artifact: m.entry.path, pixelValues: pv.data, oursMs };
+  if (out.ort || out.litert) {
+    const yOwn = await runModel(pipe, pv.data, ph, pw);
+    const yOurs = await runModel(pipe, ours, ph, pw);
+    preprocessing.maps = relL2(yOwn, yOurs);
+    const ySame = await runModel(pipe, lastInputs.float32, H, W);
+    const vs = {};
+    for (const rt of ['ort', 'litert']) {
+      if (!out[rt]) continue;
+      vs[rt] = { sameTensor: relL2(ySame, out[rt].y), pipeline: relL2(r.y, resizeBilinear(out[rt].y, H, W, h0, w0)) };
+    }
+    E.tjsSameTensorOutput = ySame;
+    res.compare = { ms, backend: m.backend, artifact: m.entry.path, dtype: dtypeOf(m.entry.path), outputSize: [h0, w0],
+      pixelSize: [ph, pw], modelSize: [H, W], vs, preprocessing };
+  }
+  Object.assign(E.tjs, { lastLatencyMs: ms, outputSize: [h0, w0], pixelSize: [ph, pw], preprocessing });
+  E.tjsLastOutput = r.y;
+  E.tjsPixelValues = pv.data;
+  return res;
+}
+
 /** Preprocess once, run every loaded model of the mode on the same tensor; latency per runtime = input tensor +
- * run + output read-back (preprocessing timed separately). */
+ * run + output read-back (preprocessing timed separately). transformers.js runs its whole pipeline (inferTjs). */
 async function infer(rgba, width, height) {
   const models = wanted().map(({ rt }) => current[rt]);
   if (models.some((m) => !m)) throw new Error('no model is loaded');
+  const page = models.filter((m) => m.rt !== 'tjs');
+  const tjsModel = models.find((m) => m.rt === 'tjs');
   const [, , H, W] = models[0].entry.input.shape;
-  const t0 = performance.now();
-  const { rgb, tensor } = preprocessRGBA(rgba, width, height, H, W);
-  // a file whose manifest input dtype is uint8 (_u8in.tflite, the WebGPU file) takes the resized pixels as they are
-  const u8 = models.some((m) => m.entry.input.dtype === 'uint8');
-  lastInputs = { float32: tensor, uint8: u8 ? pixelsToNCHW(rgb, H, W) : null };
-  const inputOf = (m) => lastInputs[m.entry.input.dtype];
-  const t1 = performance.now();
   const out = {};
-  for (const m of models) {
-    const s = performance.now();
-    const y = await runners[m.rt].run(m.model, inputOf(m), H, W);
-    const ms = performance.now() - s;
-    m.latencies.push(ms);
-    if (y.length !== H * W) {
-      throw new Error(`${NAMES[m.rt]} output has ${y.length} values, expected ${H * W} ([1,${H},${W}])`);
+  const t0 = performance.now();
+  let t1 = t0;
+  const inputOf = (m) => lastInputs[m.entry.input.dtype];
+  if (page.length) {
+    const { rgb, tensor } = preprocessRGBA(rgba, width, height, H, W);
+    // a file whose manifest input dtype is uint8 (_u8in.tflite, the WebGPU file) takes the resized pixels as they are
+    const u8 = page.some((m) => m.entry.input.dtype === 'uint8');
+    lastInputs = { float32: tensor, uint8: u8 ? pixelsToNCHW(rgb, H, W) : null };
+    t1 = performance.now();
+    for (const m of page) {
+      const s = performance.now();
+      const y = await runners[m.rt].run(m.model, inputOf(m), H, W);
+      const ms = performance.now() - s;
+      m.latencies.push(ms);
+      if (y.length !== H * W) {
+        throw new Error(`${NAMES[m.rt]} output has ${y.length} values, expected ${H * W} ([1,${H},${W}])`);
+      }
+      out[m.rt] = { y, H, W, ms, backend: m.backend, artifact: m.entry.path };
     }
-    out[m.rt] = { y, ms, backend: m.backend, artifact: m.entry.path };
   }
+  if (tjsModel) out.tjs = await inferTjs(tjsModel, rgba, width, height, out, H, W);
   const p = out[primary()];
   Object.assign(E, {
-    lastInput: inputOf(current[primary()]), lastOutput: p.y, lastOutputShape: [1, H, W], lastLatencyMs: p.ms,
-    lastPreprocessMs: t1 - t0,
+    lastInput: primary() === 'tjs' ? out.tjs.pixelValues : inputOf(current[primary()]), lastOutput: p.y,
+    lastOutputShape: [1, p.H, p.W], lastLatencyMs: p.ms, lastPreprocessMs: page.length ? t1 - t0 : out.tjs.oursMs,
   });
   if (out.ort) {
     E.ortLastOutput = out.ort.y;
@@ -703,9 +939,10 @@ async function infer(rgba, width, height) {
     const d = relL2(out.ort.y, out.litert.y);
     E.compare = { ...d, litert: { ms: out.litert.ms, backend: out.litert.backend, artifact: out.litert.artifact },
       ort: { ms: out.ort.ms, backend: out.ort.backend, artifact: out.ort.artifact } };
+    if (out.tjs) E.compare.tjs = out.tjs.compare;
   }
   E.runs += 1;
-  return { out, H, W };
+  return { out };
 }
 
 let shownMaps = {};           // canvas id -> the normalised map last drawn there (the EMA's state on video)
@@ -735,11 +972,15 @@ function renderDepth(canvas, y, H, W, video = false) {
   }
 }
 
-/** Draw what infer() returned: one map, or (compare) LiteRT.js's and ONNX Runtime Web's side by side. */
-function showResults({ out, H, W }, video = false) {
-  renderDepth(ui.depth, out[primary()].y, H, W, video);
-  if (out.litert && out.ort) renderDepth(ui.depthOrt, out.ort.y, H, W, video);
+/** Draw what infer() returned: one map, or (compare) LiteRT.js's and ONNX Runtime Web's (and transformers.js's)
+ * side by side, each at its own size (transformers.js: the photo's). */
+function showResults({ out }, video = false) {
+  const p = out[primary()];
+  renderDepth(ui.depth, p.y, p.H, p.W, video);
+  if (out.litert && out.ort) renderDepth(ui.depthOrt, out.ort.y, out.ort.H, out.ort.W, video);
+  if (out.tjs && primary() !== 'tjs') renderDepth(ui.depthTjs, out.tjs.y, out.tjs.H, out.tjs.W, video);
   showLatency();
+  showTjs();
 }
 
 /** The model's value under the cursor: metres for a metric release, else relative inverse depth (no unit). */
@@ -758,20 +999,71 @@ function showDepthAt(ev) {
 
 function median(l) { return [...l].sort((a, b) => a - b)[Math.floor(l.length / 2)]; }
 
+/** transformers.js's latency: one pipeline call (its preprocessing, inference, resize to the photo's size). */
+function tjsLatency() {
+  const t = E.tjs;
+  const l = t.latencies || [];
+  return `${NAMES.tjs} ${t.lastLatencyMs.toFixed(1)} ms per pipeline call on ${t.backend}` +
+    (l.length > 1 ? ` (median ${median(l).toFixed(1)} ms over ${l.length})` : '') +
+    ` (its preprocessing to ${t.pixelSize.join('x')}, inference, resize to ${t.outputSize.join('x')})`;
+}
+
 function showLatency() {
   const pre = `; preprocessing ${E.lastPreprocessMs.toFixed(1)} ms`;
   const c = E.compare;
   if (mode() === 'compare' && c) {
     const one = (rt, l) => `${NAMES[rt]} ${c[rt].ms.toFixed(1)} ms on ${c[rt].backend}` +
       (l.length > 1 ? ` (median ${median(l).toFixed(1)})` : '');
-    ui.latency.textContent = `${one('litert', E.latencies)} · ${one('ort', E.ort.latencies)} per inference${pre}`;
+    ui.latency.textContent = `${one('litert', E.latencies)} · ${one('ort', E.ort.latencies)} per inference${pre}` +
+      (c.tjs ? ` · ${tjsLatency()}` : '');
     ui.compare.textContent = `rel-L2 ${c.relL2.toExponential(2)} (ONNX Runtime Web vs LiteRT.js, same input), ` +
-      `max |Δ| ${c.maxAbs.toExponential(2)}`;
+      `max |Δ| ${c.maxAbs.toExponential(2)}` + (c.tjs ? '; transformers.js: see below' : '');
+    return;
+  }
+  if (mode() === 'tjs') {
+    ui.latency.textContent = `${tjsLatency()}; our preprocessing at that size (for the comparison below) ` +
+      `${E.lastPreprocessMs.toFixed(1)} ms`;
     return;
   }
   const l = E.latencies;
   ui.latency.textContent = `${E.lastLatencyMs.toFixed(1)} ms per inference on ${E.backend}` +
     (l.length > 1 ? ` (median ${median(l).toFixed(1)} ms over ${l.length})` : '') + pre;
+}
+
+const ex = (v) => (Number.isFinite(v) ? v.toExponential(2) : String(v));
+
+/** The transformers.js row: which files it ran (all verified by this page), where its preprocessing differs from
+ * ours, and (compare) how its maps differ from the other runtimes'. */
+function showTjs() {
+  const on = mode() === 'tjs' || compareTjs();
+  ui.tjsRow.hidden = !on;
+  if (!on) return;
+  const t = E.tjs;
+  if (!t || !t.backend) {
+    ui.tjsOut.textContent = '—';
+    return;
+  }
+  const lines = [`${t.artifact} (dtype ${t.dtype}) on ${t.backend === 'webgpu' ? 'WebGPU' : 'wasm (CPU)'}` +
+    (t.backendReason ? ` — ${t.backendReason}` : '') + `; every file it loaded was SHA-256-verified by this page ` +
+    `against manifest.json (${t.files.join(', ')}); ` + (t.unverified.length ? `${t.unverified.length} request(s) ` +
+    'for files manifest.json does not list were answered "not found", nothing fetched' : 'it fetched nothing itself')];
+  const pre = t.preprocessing;
+  if (pre) {
+    lines.push(`its preprocessing (canvas resize) vs ours (Pillow bicubic, preprocess.js) at ${pre.size.join('x')}: ` +
+      `pixel_values rel-L2 ${ex(pre.inputs.relL2)}, max |Δ| ${ex(pre.inputs.maxAbs)}` +
+      (pre.maps ? `; its model on each: depth rel-L2 ${ex(pre.maps.relL2)}, max |Δ| ${ex(pre.maps.maxAbs)}` : ''));
+  }
+  const c = mode() === 'compare' && E.compare && E.compare.tjs;
+  if (c) {
+    for (const rt of ['ort', 'litert']) {
+      const v = c.vs[rt];
+      if (!v) continue;
+      lines.push(`vs ${NAMES[rt]}: same ${c.modelSize.join('x')} tensor rel-L2 ${ex(v.sameTensor.relL2)} ` +
+        `(max |Δ| ${ex(v.sameTensor.maxAbs)}); pipeline map (its preprocessing, ${c.pixelSize.join('x')}) vs ` +
+        `${NAMES[rt]}'s (${c.modelSize.join('x')}), both at ${c.outputSize.join('x')}: rel-L2 ${ex(v.pipeline.relL2)}`);
+    }
+  }
+  ui.tjsOut.textContent = lines.join('\n');
 }
 
 function drawPhoto(source, w, h) {
@@ -935,27 +1227,47 @@ function stopWebcam() {
 
 // ---------------------------------------------------------------------------------------------------- wiring
 
-const anyModel = () => current.litert || current.ort || loading.litert || loading.ort;
+const anyModel = () => Object.values(current).some(Boolean) || Object.values(loading).some(Boolean);
 
-/** Show what the mode needs: compare draws a second depth map (ONNX Runtime Web) and the rel-L2 row. */
+/** Show what the mode needs: compare draws a second depth map (ONNX Runtime Web), with transformers.js a third, and
+ * the rel-L2 rows. */
 function applyMode() {
   E.mode = mode();
   const compare = mode() === 'compare';
-  ui.views.classList.toggle('compare', compare);
+  const withTjs = compareTjs();
+  ui.views.classList.toggle('compare', compare && !withTjs);
+  ui.views.classList.toggle('compare4', withTjs);
   ui.ortFigure.hidden = !compare;
+  ui.tjsFigure.hidden = !withTjs;
   ui.compareRow.hidden = !compare;
+  ui.compareTjsLabel.hidden = !compare || !E.tjsReady;
   if (!compare) E.compare = null;
-  ui.depthTitle.textContent = compare ? `${NAMES.litert} · ` : mode() === 'ort' ? `${NAMES.ort} · ` : '';
+  ui.depthTitle.textContent = compare ? `${NAMES.litert} · ` : mode() === 'litert' ? '' : `${NAMES[mode()]} · `;
+  ui.depthCaption.textContent = mode() === 'tjs' ? 'depth (its predicted_depth at the photo\'s size; inferno, min–max ' +
+    'normalised, bright = near)' : 'depth (inferno, min–max normalised, bright = near)';
   showBackends();
+  showTjs();
 }
 
 ui.load.addEventListener('click', () => { ensureModels().catch(() => {}); });
 ui.mode.addEventListener('change', () => {
   fillArtifacts(ui.artifact.value);
   applyMode();
-  if (mode() !== 'litert') ensureOrt().catch((e) => say('error', e.message));
+  warmRuntimes();
   if (anyModel()) ensureModels().catch(() => {});
 });
+ui.compareTjs.addEventListener('change', () => {
+  applyMode();
+  showArtifactInfo();
+  warmRuntimes();
+  if (anyModel()) ensureModels().catch(() => {});
+});
+
+/** Start loading the runtimes the mode needs beyond LiteRT.js (ORT-web, transformers.js) before the first photo. */
+function warmRuntimes() {
+  if (mode() === 'ort' || mode() === 'compare') ensureOrt().catch((e) => say('error', e.message));
+  if (mode() === 'tjs' || compareTjs()) ensureTjs().catch((e) => say('error', e.message));
+}
 ui.artifact.addEventListener('change', () => {
   showArtifactInfo();
   if (anyModel()) ensureModels().catch(() => {});
@@ -992,11 +1304,14 @@ E.benchmark = async ({ warmup = 3, iters = 10, runtime = primary(), split = fals
   busy = true;
   const times = [];
   try {
-    const [, , H, W] = c.entry.input.shape;
+    // transformers.js alone: its model on its last pixel_values (tjs mode), else on the page's tensor
+    const own = runtime === 'tjs' && !lastInputs;
+    const [H, W] = own ? E.tjs.pixelSize : c.entry.input.shape.slice(2);
+    const input = own ? E.tjsPixelValues : lastInputs[c.entry.input.dtype];
     for (let i = 0; i < warmup + iters; i++) {
       const parts = split && runtime === 'litert' ? {} : null;
       const t0 = performance.now();
-      await runners[runtime].run(c.model, lastInputs[c.entry.input.dtype], H, W, parts);
+      await runners[runtime].run(c.model, input, H, W, parts);
       const t1 = performance.now();
       if (i >= warmup) times.push(parts ? { ms: t1 - t0, ...parts } : t1 - t0);
     }
@@ -1013,10 +1328,18 @@ E.colorizeDepth = colorizeDepth;
 E.colorizeUnit = colorizeUnit;
 E.emaStep = emaStep;
 
-/** The mode the release allows: LiteRT.js needs a .tflite, ONNX Runtime Web an .onnx, compare both. */
+/** The mode the release allows: LiteRT.js needs a .tflite, ONNX Runtime Web an .onnx, compare both, transformers.js
+ * a transformers.js folder (config.json, preprocessor_config.json, onnx/model*.onnx). */
 function checkMode() {
-  const has = { litert: manifestFiles.litert.length > 0, ort: manifestFiles.ort.length > 0 };
+  const has = Object.fromEntries(['litert', 'ort', 'tjs'].map((rt) => [rt, manifestFiles[rt].length > 0]));
   for (const o of ui.mode.options) o.disabled = o.value === 'compare' ? !(has.litert && has.ort) : !has[o.value];
+  ui.compareTjs.disabled = !has.tjs;
+  if (mode() === 'tjs' && !has.tjs) {
+    say('warn', 'manifest.json lists no transformers.js folder (config.json, preprocessor_config.json and ' +
+      'onnx/model*.onnx): transformers.js has nothing to run; using ' + (has.litert ? 'LiteRT.js.' : 'ONNX Runtime Web.'));
+    ui.mode.value = has.litert ? 'litert' : 'ort';
+  }
+  if (mode() === 'tjs') return;
   if (mode() !== 'litert' && !has.ort) {
     say('warn', 'manifest.json lists no .onnx file: ONNX Runtime Web has nothing to run; using LiteRT.js.');
     ui.mode.value = 'litert';
@@ -1040,7 +1363,10 @@ async function main() {
   setSmoothing();
   const r = params.get('runtime');
   if (MODES.includes(r)) ui.mode.value = r;
-  else if (r) say('warn', `?runtime=${r}: expected litert, ort or compare; using LiteRT.js.`);
+  else if (r) say('warn', `?runtime=${r}: expected litert, ort, tjs or compare; using LiteRT.js.`);
+  ui.compareTjs.checked = params.get('tjs') === '1';
+  const tjs = params.get('tjs');
+  if (tjs && !['0', '1'].includes(tjs)) say('warn', `?tjs=${tjs}: expected 1 or 0.`);
   if (!window.isSecureContext) {
     say('warn', 'Not a secure context: WebGPU, SHA-256 verification (crypto.subtle) and Cache Storage are ' +
       'unavailable here. Open the page via http://127.0.0.1:PORT/ (what `edgedepth serve` prints).');
@@ -1051,8 +1377,9 @@ async function main() {
     say('error', `LiteRT.js could not start: ${msg(e)}. Is \`npm ci --prefix web\` done?`);
   });
   try {
-    const { manifest, files } = await readManifest();
+    const { manifest, files, tjsReady } = await readManifest();
     E.manifest = manifest;
+    E.tjsReady = tjsReady;
     manifestFiles = files;
     const model = manifest.model || {};
     if (model.kind === 'metric') E.maxDepth = model.max_depth_m;
@@ -1061,6 +1388,10 @@ async function main() {
     const rec = (manifest.recommended || {})[use];
     recommended = rec ? { ...rec, use } : null;
     checkMode();
+    if (ui.compareTjs.checked && !E.tjsReady) {
+      say('warn', '?tjs=1: manifest.json lists no transformers.js folder (config.json, preprocessor_config.json and ' +
+        'onnx/model*.onnx); compare runs without transformers.js.');
+    }
     fillArtifacts(params.get('artifact'), true);
     applyMode();
     const ck = manifest.provenance && manifest.provenance.checkpoint;
@@ -1081,7 +1412,7 @@ async function main() {
   ui.load.disabled = false;
   setState('idle');
   if (params.get('autoload') === '1') ensureModels().catch(() => {});
-  else if (mode() !== 'litert') ensureOrt().catch((e) => say('error', e.message));
+  else warmRuntimes();
 }
 
 main();

@@ -7,6 +7,10 @@ Serves these from one origin (standard library ``http.server``, no web framework
                              never a CDN);
 - ``/vendor/onnxruntime-web/dist/*.{mjs,wasm}``  ONNX Runtime Web, installed the same way (only its ES modules and
                              wasm binaries; optional: without it the page says what to run when ORT-web is chosen);
+- ``/vendor/@huggingface/transformers/dist/transformers{,.min}.js``  transformers.js's browser bundle (it carries its
+                             own ONNX Runtime Web build) and ``/vendor/@huggingface/transformers/ort/*.{mjs,wasm}``
+                             the wasm of that nested ORT-web (``node_modules/@huggingface/transformers/node_modules/
+                             onnxruntime-web/dist``: :func:`tjs_ort_dist`); optional, as ORT-web is;
 - ``/release/...``           ``manifest.json`` and the files it lists of model/data types (``RELEASE_TYPES``: .tflite,
                              .onnx, .pte, .json, .txt, .md, LICENSE, ...; never .html/.svg/.js), each a regular file
                              reached without a symlink (:func:`edgedepth.release.manifest.open_listed`) — nothing else.
@@ -49,6 +53,9 @@ LITERT_PACKAGES = ("core", "wasm-utils")           # web/node_modules/@litertjs/
 VENDOR_PREFIX = "/vendor/@litertjs/"
 ORT_PREFIX = "/vendor/onnxruntime-web/dist/"        # web/node_modules/onnxruntime-web/dist/*.mjs, *.wasm
 ORT_SUFFIXES = (".mjs", ".wasm")
+TJS_PREFIX = "/vendor/@huggingface/transformers/dist/"      # transformers.js's browser bundles only
+TJS_BUNDLES = ("transformers.js", "transformers.min.js")
+TJS_ORT_PREFIX = "/vendor/@huggingface/transformers/ort/"   # its own ORT-web's dist/*.mjs, *.wasm (tjs_ort_dist)
 RELEASE_PREFIX = "/release/"
 RUNNABLE = ("tflite", "onnx")                     # manifest formats: LiteRT.js runs .tflite, ONNX Runtime Web .onnx
 IDLE_TIMEOUT_S = 30.0                             # a connection that sends nothing for this long is closed
@@ -140,7 +147,7 @@ def _check_web(web: str) -> None:
     wasm = os.path.join(web, "node_modules", "@litertjs", "core", "wasm")
     if not os.path.isdir(wasm) or not any(n.endswith(".wasm") for n in os.listdir(wasm)):
         raise EdgedepthError(f"the LiteRT.js runtime is not installed ({wasm!r} is missing): run "
-                             f"`npm ci --prefix {os.path.relpath(web)}` once")
+                             f"`ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefix {os.path.relpath(web)}` (or make setup) once")
 
 
 def ort_problem(web: str) -> str | None:
@@ -148,7 +155,43 @@ def ort_problem(web: str) -> str | None:
     dist = os.path.join(web, "node_modules", "onnxruntime-web", "dist")
     if not os.path.isdir(dist) or not any(n.endswith(".wasm") for n in os.listdir(dist)):
         return (f"ONNX Runtime Web is not installed ({dist!r} is missing): run "
-                f"`npm ci --prefix {os.path.relpath(web)}` once to run .onnx files in the playground")
+                f"`ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefix {os.path.relpath(web)}` (or make setup) once to run .onnx files in the playground")
+    return None
+
+
+def _tjs_dir(web: str) -> str:
+    return os.path.join(web, "node_modules", "@huggingface", "transformers")
+
+
+def tjs_ort_dist(web: str) -> str | None:
+    """The ``dist/`` of the ONNX Runtime Web build transformers.js was built against: npm nests it under the package
+    (``@huggingface/transformers/node_modules/onnxruntime-web``) since the page's own pin differs; a top-level
+    ``onnxruntime-web`` is used only when it is exactly the version transformers.js asks for. None if neither."""
+    import json
+
+    try:
+        with open(os.path.join(_tjs_dir(web), "package.json"), encoding="utf-8") as f:
+            want = json.load(f)["dependencies"]["onnxruntime-web"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    for base in (os.path.join(_tjs_dir(web), "node_modules"), os.path.join(web, "node_modules")):
+        pkg = os.path.join(base, "onnxruntime-web")
+        try:
+            with open(os.path.join(pkg, "package.json"), encoding="utf-8") as f:
+                version = json.load(f)["version"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if version == want and os.path.isdir(os.path.join(pkg, "dist")):
+            return os.path.join(pkg, "dist")
+    return None
+
+
+def tjs_problem(web: str) -> str | None:
+    """Why transformers.js cannot be served (the page says the same when it is chosen), or None."""
+    if not all(os.path.isfile(os.path.join(_tjs_dir(web), "dist", n)) for n in TJS_BUNDLES) or not tjs_ort_dist(web):
+        return (f"transformers.js is not installed ({_tjs_dir(web)!r} or its onnxruntime-web is missing): run "
+                f"`make setup` (or ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefix {os.path.relpath(web)}) once to run "
+                "the release folder with transformers.js in the playground")
     return None
 
 
@@ -279,6 +322,17 @@ class PlaygroundHandler(BaseHTTPRequestHandler):
             if "/" in name or not name.endswith(ORT_SUFFIXES):
                 return None
             found = _safe_join(os.path.join(self.web, "node_modules", "onnxruntime-web", "dist"), name)
+        elif path.startswith(TJS_PREFIX):
+            name = path[len(TJS_PREFIX):]
+            if name not in TJS_BUNDLES:
+                return None
+            found = _safe_join(os.path.join(_tjs_dir(self.web), "dist"), name)
+        elif path.startswith(TJS_ORT_PREFIX):
+            name = path[len(TJS_ORT_PREFIX):]
+            dist = tjs_ort_dist(self.web)
+            if "/" in name or not name.endswith(ORT_SUFFIXES) or dist is None:
+                return None
+            found = _safe_join(dist, name)
         elif path.startswith(VENDOR_PREFIX):
             pkg, _, rest = path[len(VENDOR_PREFIX):].partition("/")
             if pkg not in LITERT_PACKAGES or not (rest.startswith(("dist/", "wasm/")) or rest == "package.json"):
@@ -463,9 +517,9 @@ def serve(folder: str, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, *, we
     n = sum(1 for f in m["files"] if f.get("format") in RUNNABLE)
     print(f"edgedepth playground: {url}  (release folder {folder}, {n} model file{'s' * (n != 1)}; Ctrl-C to stop)",
           flush=True)
-    problem = ort_problem(os.path.abspath(web or web_dir()))
-    if problem:
-        print(f"edgedepth serve: note: {problem}", file=sys.stderr, flush=True)
+    for problem in (ort_problem(os.path.abspath(web or web_dir())), tjs_problem(os.path.abspath(web or web_dir()))):
+        if problem:
+            print(f"edgedepth serve: note: {problem}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -481,10 +535,10 @@ def cmd_serve(args) -> int:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``edgedepth serve`` on the CLI's subparsers; returns the subparser."""
-    p = subparsers.add_parser("serve", help="browser playground for a release folder (LiteRT.js and ONNX Runtime Web, "
-                                            "WebGPU or wasm)",
+    p = subparsers.add_parser("serve", help="browser playground for a release folder (LiteRT.js, ONNX Runtime Web and "
+                                            "transformers.js, WebGPU or wasm)",
                               description="Serve a release folder and the playground page on a loopback address. "
-                                          "Set-up once: npm ci --prefix web")
+                                          "Set-up once: make setup (or ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefix web)")
     p.add_argument("folder", help="release folder (with manifest.json)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 = any free)")
     p.add_argument("--host", default=DEFAULT_HOST, help="loopback address to listen on (default 127.0.0.1)")
