@@ -152,9 +152,11 @@ def _js_block(name: str, onnx_files: list[dict]) -> list[str]:
             "RawImage",
             "await depth.save('depth.png');",
             "```", "",
-            "transformers.js resizes with sharp (libvips, no antialiasing), not with Pillow's bicubic like the Python "
-            "snippets above and edgedepth: on a downscaled photo its `pixel_values` differ from theirs by rel-L2 ≈ "
-            "0.02–0.17, and the depth maps differ accordingly. For the same pixels, make `pixel_values` as the Python "
+            "transformers.js resizes with its own image library (sharp in Node, the canvas in a browser), not with "
+            "Pillow's bicubic like the Python snippets above and edgedepth, so its `pixel_values` differ from theirs "
+            "whenever the photo is resized (by a few per cent rel-L2 typically, more on strongly up- or downscaled "
+            "photos; measured in edgedepth's BENCHMARKS.md), and the depth maps differ accordingly. For the same "
+            "pixels, make `pixel_values` as the Python "
             "snippets do and run the model on them: `const model = await AutoModelForDepthEstimation.from_pretrained("
             f"'{name}', {{ dtype: '{first}' }}); const {{ predicted_depth }} = await model({{ pixel_values: new "
             "Tensor('float32', data, [1, 3, H, W]) });` (predicted_depth `[1, H, W]`); or accept the difference.", ""]
