@@ -58,3 +58,12 @@ def test_accuracy_is_compared_inside_one_parity_report():
     fp16["parity"] = [{"pooled_rel_l2": 3e-4, "source": "ladder.json"}]
     r = recommend([fp32, fp16], "518x686", 0.1)
     assert r["cpu"]["path"].endswith("_fp32.tflite") and "6.0e-07" in r["cpu"]["why"]   # first-row rule: fp16
+
+
+def test_why_states_only_what_was_checked():
+    """Built with --no-gpu-check (gpu_fully_delegated None): the webgpu pick may stand, but its reason says the
+    delegation was not checked and never claims "fully on the GPU delegate"."""
+    entries = [_entry("fp32", 99.7, gpu=None), _entry("fp16", 51.6, gpu=None)]
+    why = recommend(entries, "518x686", 0.1)["webgpu"]["why"]
+    assert "not checked" in why and "fully on the GPU" not in why
+    assert "fully on the GPU delegate" in recommend([_entry("fp16", 51.6)], "518x686", 0.1)["webgpu"]["why"]
