@@ -14,7 +14,7 @@ from md_common import R, load
 from md_family import section_family, summary_lines as family_summary
 from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
 from md_hostile import section_hostile
-from md_onnx import section_onnx_dynamic
+from md_onnx import section_onnx_dynamic, summary_lines as onnx_summary
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
 from md_peers import section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary
 from md_tjs import section_tjs_preprocessing
@@ -421,6 +421,7 @@ def readme_summary() -> list[str]:
     S += ladder_summary()
     S += family_summary()
     S += peer_summary()
+    S += onnx_summary()
     return S
 
 

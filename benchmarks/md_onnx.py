@@ -33,3 +33,23 @@ def section_onnx_dynamic(L: list[str]) -> None:
         L.append(f"| {p['size'][0]}×{p['size'][1]} | {p['rel_l2_vs_torch_fp32']:.2e} | {p['rel_l2_vs_float64']:.2e} | "
                  f"{p['torch_fp32_rel_l2_vs_float64']:.2e} |")
     L += ["", env_line(a["environment"]), ""]
+
+
+def summary_lines() -> list[str]:
+    """README bullets: dynamic ÷ static ONNX per runtime; transformers.js's preprocessing vs ours."""
+    S = []
+    a = load("onnx_dynamic.json")
+    if a:
+        S.append(f"- Dynamic-size `.onnx` (the release's `onnx/`, what transformers.js needs) ÷ static, "
+                 f"{a['size'][0]}×{a['size'][1]}, one interleaved run on {a['environment'].get('cpu')}: "
+                 + ", ".join(f"{r['runtime']} {r['precision'].upper()} {r['dynamic_over_static']:.2f}"
+                             for r in a["rows"]) + ".")
+    t = load("transformers_js_preprocessing.json")
+    if t:
+        s = t["summary"]["all"]
+        S.append(f"- transformers.js's own resize vs PIL bicubic ({s['pixel_values_rel_l2']['n']} photos): "
+                 f"`pixel_values` rel-L2 median {s['pixel_values_rel_l2']['median']:.3f} (worst "
+                 f"{s['pixel_values_rel_l2']['worst']:.2f}); depth maps {s['map_rel_l2']['median']:.3f} "
+                 f"({s['map_rel_l2']['worst']:.2f}) — fed the same pixels, it matches ONNX Runtime "
+                 f"({s['pipeline_vs_ort_on_its_pixels_rel_l2']['worst']:.0e}).")
+    return S
