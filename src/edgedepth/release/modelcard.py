@@ -5,6 +5,8 @@ Every number in the card comes from the manifest; nothing is typed by hand.
 
 from __future__ import annotations
 
+import dataclasses
+
 from .hub_files import TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE
 
 PAPER = "https://arxiv.org/abs/2406.09414"
@@ -180,94 +182,141 @@ def _how_to_run(m: dict, example: dict, onnx_files: list[dict], has_pte: bool, m
     return L
 
 
-def render_model_card(m: dict) -> str:
+@dataclasses.dataclass(frozen=True)
+class _Card:
+    """What every section of the card reads, derived once from the manifest."""
+
+    m: dict
+    models: list[dict]          # .tflite, .pte and .onnx entries
+    onnx_files: list[dict]
+    tflites: list[dict]
+    example: dict | None        # the FP32 float-input .tflite of the first size: the one the snippets run
+    info: dict                  # the manifest's "model": family member, kind, licence, output semantics
+    synthetic: bool
+
+    @property
+    def prov(self) -> dict:
+        return self.m["provenance"]
+
+    @property
+    def metric(self) -> bool:
+        return self.info["kind"] == "metric"
+
+    @property
+    def nc(self) -> bool:
+        return self.info["license"] != "apache-2.0"
+
+
+def _card(m: dict) -> _Card:
     prov = m["provenance"]
-    ck = prov["checkpoint"]
-    synthetic = ck["source"] == "synthetic"
     models = [f for f in m["files"] if f.get("format") in ("tflite", "pte", "onnx")]
-    onnx_files = [f for f in models if f["format"] == "onnx"]
     tflites = [f for f in models if f["format"] == "tflite"]
     first_size = prov["recipe"]["sizes"][0]
     floats = [f for f in tflites if f["input"]["dtype"] == "float32"] or tflites
     example = next((f for f in floats if f["precision"] == "fp32" and f["size"] == first_size),
                    next((f for f in floats if f["precision"] == "fp32"), floats[0] if floats else None))
-    pixel_files = [f for f in tflites if f["input"]["dtype"] == "uint8"]
     info = m.get("model") or {"family_member": "small", "kind": "relative", "license": "apache-2.0"}
-    metric = info["kind"] == "metric"
-    member = info["family_member"].replace("-", " ").title()
-    nc = info["license"] != "apache-2.0"
+    return _Card(m, models, [f for f in models if f["format"] == "onnx"], tflites, example, info,
+                 prov["checkpoint"]["source"] == "synthetic")
+
+
+def _front_matter(c: _Card) -> list[str]:
     # base_model_relation, one of the Hub's documented values (adapter, merge, quantized, finetune): "quantized" -- every
     # file holds the base model's own weights, converted (LiteRT, ExecuTorch, ONNX) and in part quantised (FP16, INT8)
     # with no training; "finetune" would claim training, "adapter" / "merge" describe other constructions.
-    L = ["---", f"license: {info['license']}", f"base_model: {prov['base_model']}", "base_model_relation: quantized",
+    L = ["---", f"license: {c.info['license']}", f"base_model: {c.prov['base_model']}", "base_model_relation: quantized",
          "library_name: litert", "pipeline_tag: depth-estimation", "tags:", "  - depth-estimation", "  - depth-anything-v2", "  - litert",
-         "  - tflite", "  - webgpu", "  - on-device"] + (["  - onnx", "  - transformers.js"] if onnx_files else []) \
-        + ["---", "", f"# {m['name']}", ""]
-    if synthetic:
+         "  - tflite", "  - webgpu", "  - on-device"] + (["  - onnx", "  - transformers.js"] if c.onnx_files else []) \
+        + ["---", "", f"# {c.m['name']}", ""]
+    if c.synthetic:
         L += ["> **These files were built from synthetic (seeded random) weights, not the trained checkpoint.** They have the",
               "> exact architecture, graph, op counts and delegation of the real model, and their parity numbers are real,",
               "> but their depth maps are meaningless. Rebuild with the real checkpoint to publish.", ""]
-    if nc:
+    if c.nc:
         L += ["> **Licence: CC BY-NC 4.0 — non-commercial use only** (the upstream weights' licence; see `LICENSE`).", ""]
+    return L
+
+
+def _about(c: _Card) -> list[str]:
+    info, prov = c.info, c.prov
+    member = info["family_member"].replace("-", " ").title()
     about = ("a DINOv2-S ViT backbone with a DPT head, 24.8M parameters, predicting relative inverse depth from one RGB "
              "image" if info["family_member"] == "small" else
              f"a DINOv2 ViT backbone with a DPT head, predicting {info['output_semantics']} from one RGB image")
-    L += ["## About the model", "",
-          f"[Depth Anything V2]({PAPER}) {member}: {about}. Base model: "
-          f"[`{prov['base_model']}`](https://huggingface.co/{prov['base_model'].split('@')[0]}).", "",
-          "## What changed in this conversion", "",
-          "Converted from PyTorch to LiteRT with litert-torch after graph rewrites meant to let every op run on LiteRT's "
-          "GPU (WebGPU) delegate and to remove redundant work (whether each file did compile fully on the GPU is in the "
-          "Files table); each rewrite is exact up to float rounding (parity below). Rewrites applied:", ""]
+    L = ["## About the model", "",
+         f"[Depth Anything V2]({PAPER}) {member}: {about}. Base model: "
+         f"[`{prov['base_model']}`](https://huggingface.co/{prov['base_model'].split('@')[0]}).", "",
+         "## What changed in this conversion", "",
+         "Converted from PyTorch to LiteRT with litert-torch after graph rewrites meant to let every op run on LiteRT's "
+         "GPU (WebGPU) delegate and to remove redundant work (whether each file did compile fully on the GPU is in the "
+         "Files table); each rewrite is exact up to float rounding (parity below). Rewrites applied:", ""]
     names = sorted({n for r in prov["rewrites"].values() for n in r})
     L += [f"- `{n}`" for n in names] + [""]
-    quant = {f["precision"]: f["quantization"] for f in tflites if f.get("quantization")}
+    quant = {f["precision"]: f["quantization"] for f in c.tflites if f.get("quantization")}
     if quant:
         L += ["Other precisions are made from the rewritten FP32 graph with `ai-edge-quantizer` recipes:", ""]
         L += [f"- {p}: {q}" for p, q in quant.items()] + [""]
-    rec = m.get("recommended") or {}
-    if rec:
-        L += ["## Which file to use", "", "| use | file | why |", "|---|---|---|"]
-        uses = {"webgpu": "GPU / browser with WebGPU", "cpu": "CPU (native LiteRT)",
-                "wasm": "browser without WebGPU (LiteRT.js wasm)", "smallest": "smallest download"}
-        L += [f"| {label} | `{rec[k]['path']}` | {rec[k]['why']} |" for k, label in uses.items() if k in rec] + [""]
-    if example:
-        i, o = example["input"], example["output"]
-        n = i["normalisation"]
-        L += ["## Inputs and outputs", "",
-              "| | name | shape | dtype | meaning |", "|---|---|---|---|---|",
-              f"| input | `{i['name']}` | `[1, 3, H, W]` | {i['dtype']} | {n['color']}, ×{n['scale']}, minus mean "
-              f"{n['mean']}, divided by std {n['std']}, {i['layout']}; resize the photo to H×W ({n['resize']}) |",
-              f"| output | `{o['name']}` | `[1, H, W]` | {o['dtype']} | {o['semantics']} |", "",
-              "H×W: " + _sizes_text(models, onnx_files) + " Signature `serving_default` (.tflite). Resize the "
-              "output back to the photo's size for display.", ""]
-        if pixel_files:
-            names = ", ".join(f"`{f['path']}`" for f in pixel_files)
-            L += [f"Files ending `_u8in.tflite` ({names}) take the resized "
-                  "RGB pixels instead: input uint8 `[1, 3, H, W]`, values 0..255 as resized, NCHW; the graph scales and "
-                  "normalises (same mean/std). A quarter of the bytes to write per call: what the GPU files are for. "
-                  "Python: `x = np.ascontiguousarray(np.asarray(img, np.uint8).transpose(2, 0, 1)[None])`.", ""]
-    L += ["## Files", "", "| file | size | precision | input H×W | ops | fully on GPU / delegation | SHA-256 |",
-          "|---|---|---|---|---|---|---|"]
-    for f in models:
-        if f["format"] == "onnx":
-            gpu = "runtime's choice (ONNX Runtime / OpenVINO / transformers.js)"
-        elif f["format"] == "pte":
-            d = f["delegation"]
-            gpu = (f"{f['backend']}: all {d['delegated_nodes']} nodes delegated" if d["fully_delegated"] else
-                   f"{f['backend']}: {d['delegated_nodes']} delegated, {d['non_delegated_nodes']} on portable kernels")
-        else:
-            gpu = {True: "yes", False: "**no**", None: "not checked"}[f.get("gpu_fully_delegated")]
+    return L
+
+
+def _which_file(c: _Card) -> list[str]:
+    rec = c.m.get("recommended") or {}
+    if not rec:
+        return []
+    uses = {"webgpu": "GPU / browser with WebGPU", "cpu": "CPU (native LiteRT)",
+            "wasm": "browser without WebGPU (LiteRT.js wasm)", "smallest": "smallest download"}
+    return ["## Which file to use", "", "| use | file | why |", "|---|---|---|"] \
+        + [f"| {label} | `{rec[k]['path']}` | {rec[k]['why']} |" for k, label in uses.items() if k in rec] + [""]
+
+
+def _inputs_outputs(c: _Card) -> list[str]:
+    if not c.example:
+        return []
+    i, o = c.example["input"], c.example["output"]
+    n = i["normalisation"]
+    L = ["## Inputs and outputs", "",
+         "| | name | shape | dtype | meaning |", "|---|---|---|---|---|",
+         f"| input | `{i['name']}` | `[1, 3, H, W]` | {i['dtype']} | {n['color']}, ×{n['scale']}, minus mean "
+         f"{n['mean']}, divided by std {n['std']}, {i['layout']}; resize the photo to H×W ({n['resize']}) |",
+         f"| output | `{o['name']}` | `[1, H, W]` | {o['dtype']} | {o['semantics']} |", "",
+         "H×W: " + _sizes_text(c.models, c.onnx_files) + " Signature `serving_default` (.tflite). Resize the "
+         "output back to the photo's size for display.", ""]
+    pixel_files = [f for f in c.tflites if f["input"]["dtype"] == "uint8"]
+    if pixel_files:
+        names = ", ".join(f"`{f['path']}`" for f in pixel_files)
+        L += [f"Files ending `_u8in.tflite` ({names}) take the resized "
+              "RGB pixels instead: input uint8 `[1, 3, H, W]`, values 0..255 as resized, NCHW; the graph scales and "
+              "normalises (same mean/std). A quarter of the bytes to write per call: what the GPU files are for. "
+              "Python: `x = np.ascontiguousarray(np.asarray(img, np.uint8).transpose(2, 0, 1)[None])`.", ""]
+    return L
+
+
+def _delegation(f: dict) -> str:
+    """The Files table's "fully on GPU / delegation" cell."""
+    if f["format"] == "onnx":
+        return "runtime's choice (ONNX Runtime / OpenVINO / transformers.js)"
+    if f["format"] == "pte":
+        d = f["delegation"]
+        return (f"{f['backend']}: all {d['delegated_nodes']} nodes delegated" if d["fully_delegated"] else
+                f"{f['backend']}: {d['delegated_nodes']} delegated, {d['non_delegated_nodes']} on portable kernels")
+    return {True: "yes", False: "**no**", None: "not checked"}[f.get("gpu_fully_delegated")]
+
+
+def _files(c: _Card) -> list[str]:
+    L = ["## Files", "", "| file | size | precision | input H×W | ops | fully on GPU / delegation | SHA-256 |",
+         "|---|---|---|---|---|---|---|"]
+    for f in c.models:
         size = f"{f['size']} verified; any multiples of 14" if f.get("dynamic_size") else f["size"]
-        L.append(f"| `{f['path']}` | {_mb(f['bytes'])} | {f['precision']} | {size} | {f.get('ops', '–')} | {gpu} | "
-                 f"`{f['sha256']}` |")
-    L += [""]
-    if example:
-        L += _how_to_run(m, example, onnx_files, any(f["format"] == "pte" for f in models), metric)
-    meth = m.get("parity_method", {})
+        L.append(f"| `{f['path']}` | {_mb(f['bytes'])} | {f['precision']} | {size} | {f.get('ops', '–')} | "
+                 f"{_delegation(f)} | `{f['sha256']}` |")
+    return L + [""]
+
+
+def _parity(c: _Card) -> list[str]:
+    meth = c.m.get("parity_method", {})
     gate = meth.get("build_gate", {})
-    rows = [(f, p) for f in models for p in f.get("parity", [])]
-    L += ["## Parity with PyTorch", ""]
+    rows = [(f, p) for f in c.models for p in f.get("parity", [])]
+    L = ["## Parity with PyTorch", ""]
     if gate.get("images", {}).get("count"):
         img = gate["images"]
         L += [f"Every file passed the build's parity gate against {meth.get('reference')} on {img['count']} images "
@@ -286,60 +335,83 @@ def render_model_card(m: dict) -> str:
     else:
         L += ["No committed parity measurement matches these exact files (parity is shown only for files whose SHA-256 "
               "matches the file that was measured)."]
-    L += [""]
-    lat = [(f, r) for f in models for r in f.get("latency", [])]
-    L += ["## Latency", ""]
-    if lat:
-        L += ["Measured on the exact files above (matched by SHA-256). Method: interleaved rounds × (warm-up + timed "
-              "calls), timed = input write + synchronous invoke + output read; compile and preprocessing excluded.", "",
-              "*Fastest peer*: the fastest path without edgedepth's files (plain LiteRT / `torch.onnx` exports in "
-              "LiteRT, ONNX Runtime, OpenVINO; PyTorch eager), same precision, same machine, same run.", "",
-              "| file | backend | median ms | IQR ms | threads | device | rounds × (warm-up + timed) | fastest peer |",
-              "|---|---|---|---|---|---|---|---|"]
-        for f, r in lat:
-            dev = r.get("gpu_adapter") or r.get("cpu")
-            mt = r["method"]
-            peer = r.get("fastest_peer")
-            vs = f"{peer['label']} {peer['median_ms']:.0f} ms (÷ {r['median_ms'] / peer['median_ms']:.2f})" if peer else "–"
-            iqr = f"{r['p25_ms']:.1f}–{r['p75_ms']:.1f}" if r.get("p25_ms") is not None else "–"
-            twin = " †" if r.get("timing_twin") else ""
-            L.append(f"| `{f['path']}` | {r['backend']}{twin} | {r['median_ms']:.1f} | {iqr} | "
-                     f"{r.get('threads') or '–'} | {dev} | {mt['rounds']} × ({mt['warmup']} + {mt['iters']}) | {vs} |")
-        if any(r.get("timing_twin") for _, r in lat):
-            L += ["", "† timed on a timing twin of the file: the same graph and ops with seeded weights (a call to the "
-                  "lent GPU carries at most 64 MiB); GPU latency does not depend on the weights' values."]
-    else:
-        L += ["No latency measured for these exact files (latency is read from committed benchmark data and shown only "
-              "for files whose SHA-256 matches the file that was timed)."]
-    L += ["", "## Limitations", "",
-          "- `.tflite` and `.pte` files: a fixed input size per file (the position embedding is frozen for that size: "
-          + ", ".join(sorted({f["size"] for f in models if not f.get("dynamic_size")}, key=_area))
-          + "); pick the file matching your aspect ratio or resize to it."
-          + (f" The ONNX files take any height and width that are multiples of 14 (verified and timed at "
-             f"{onnx_files[0]['size']} only)." if any(f.get("dynamic_size") for f in onnx_files) else ""),
-          (f"- Metric depth in metres, clipped to 0..{info.get('max_depth_m')} m by the head; trained on "
-           f"{'indoor (Hypersim)' if 'indoor' in info['family_member'] else 'outdoor (Virtual KITTI 2)'} scenes: "
-           "other scenes and cameras need checking." if metric else
-           "- Relative depth: scale and shift are unknown; do not read metres from it."),
-          "- LiteRT's GPU delegate may compute in FP16 under its default precision; this model's DPT head can overflow "
-          "FP16. Set `enforce_f32=True` (see `recommended_runtime_options` in `manifest.json`).",
-          "- Quantised files (INT8, FP16 weights) trade accuracy for size and CPU speed (see parity)."]
-    if synthetic:
+    return L + [""]
+
+
+def _latency_row(f: dict, r: dict) -> str:
+    dev = r.get("gpu_adapter") or r.get("cpu")
+    mt = r["method"]
+    peer = r.get("fastest_peer")
+    vs = f"{peer['label']} {peer['median_ms']:.0f} ms (÷ {r['median_ms'] / peer['median_ms']:.2f})" if peer else "–"
+    iqr = f"{r['p25_ms']:.1f}–{r['p75_ms']:.1f}" if r.get("p25_ms") is not None else "–"
+    twin = " †" if r.get("timing_twin") else ""
+    return (f"| `{f['path']}` | {r['backend']}{twin} | {r['median_ms']:.1f} | {iqr} | "
+            f"{r.get('threads') or '–'} | {dev} | {mt['rounds']} × ({mt['warmup']} + {mt['iters']}) | {vs} |")
+
+
+def _latency(c: _Card) -> list[str]:
+    lat = [(f, r) for f in c.models for r in f.get("latency", [])]
+    L = ["## Latency", ""]
+    if not lat:
+        return L + ["No latency measured for these exact files (latency is read from committed benchmark data and shown "
+                    "only for files whose SHA-256 matches the file that was timed)."]
+    L += ["Measured on the exact files above (matched by SHA-256). Method: interleaved rounds × (warm-up + timed "
+          "calls), timed = input write + synchronous invoke + output read; compile and preprocessing excluded.", "",
+          "*Fastest peer*: the fastest path without edgedepth's files (plain LiteRT / `torch.onnx` exports in "
+          "LiteRT, ONNX Runtime, OpenVINO; PyTorch eager), same precision, same machine, same run.", "",
+          "| file | backend | median ms | IQR ms | threads | device | rounds × (warm-up + timed) | fastest peer |",
+          "|---|---|---|---|---|---|---|---|"]
+    L += [_latency_row(f, r) for f, r in lat]
+    if any(r.get("timing_twin") for _, r in lat):
+        L += ["", "† timed on a timing twin of the file: the same graph and ops with seeded weights (a call to the "
+              "lent GPU carries at most 64 MiB); GPU latency does not depend on the weights' values."]
+    return L
+
+
+def _limitations(c: _Card) -> list[str]:
+    info, onnx_files = c.info, c.onnx_files
+    L = ["", "## Limitations", "",
+         "- `.tflite` and `.pte` files: a fixed input size per file (the position embedding is frozen for that size: "
+         + ", ".join(sorted({f["size"] for f in c.models if not f.get("dynamic_size")}, key=_area))
+         + "); pick the file matching your aspect ratio or resize to it."
+         + (f" The ONNX files take any height and width that are multiples of 14 (verified and timed at "
+            f"{onnx_files[0]['size']} only)." if any(f.get("dynamic_size") for f in onnx_files) else ""),
+         (f"- Metric depth in metres, clipped to 0..{info.get('max_depth_m')} m by the head; trained on "
+          f"{'indoor (Hypersim)' if 'indoor' in info['family_member'] else 'outdoor (Virtual KITTI 2)'} scenes: "
+          "other scenes and cameras need checking." if c.metric else
+          "- Relative depth: scale and shift are unknown; do not read metres from it."),
+         "- LiteRT's GPU delegate may compute in FP16 under its default precision; this model's DPT head can overflow "
+         "FP16. Set `enforce_f32=True` (see `recommended_runtime_options` in `manifest.json`).",
+         "- Quantised files (INT8, FP16 weights) trade accuracy for size and CPU speed (see parity)."]
+    if c.synthetic:
         L += ["- Built from synthetic weights: depth output is meaningless (see the note at the top)."]
-    v = prov["versions"]
-    L += ["", "## Provenance", "",
-          f"- Checkpoint: {ck['name']}" + (f" @ `{ck['revision']}`" if ck.get("revision") else "")
-          + (f" (synthetic, seed {ck['seed']})" if synthetic else ""),
-          *(["- Weight files: " + ", ".join(f"`{k}` sha256 `{h}`" for k, h in ck["weight_files"].items())]
-            if ck.get("weight_files") else []),
-          f"- Recipe: `{prov['recipe']['name']}` sha256 `{prov['recipe']['sha256']}`, sizes "
-          + ", ".join(prov["recipe"]["sizes"]),
-          "- Versions: " + ", ".join(f"{k} {val}" for k, val in sorted(v.items())),
-          *([f"- Checkpoint state dict sha256 `{ck['state_dict_sha256']}`"] if ck.get("state_dict_sha256") else []),
-          "- Rebuild: `python recipes/depth-anything-v2-small.py --out DIR` (edgedepth) gives byte-identical files, "
-          "manifest and card on any x86-64 machine with the same checkpoint and the pinned versions; "
-          "`edgedepth verify DIR` checks a folder against `manifest.json`.",
-          "", "## Citation", "", "```bibtex", CITATION, "```", "", "## License", "",
-          ("CC BY-NC 4.0, non-commercial use only" if nc else "Apache-2.0")
-          + " (see `LICENSE`); modifications are listed in `NOTICE`.", ""]
-    return "\n".join(L)
+    return L
+
+
+def _provenance(c: _Card) -> list[str]:
+    prov = c.prov
+    ck, v = prov["checkpoint"], prov["versions"]
+    return ["", "## Provenance", "",
+            f"- Checkpoint: {ck['name']}" + (f" @ `{ck['revision']}`" if ck.get("revision") else "")
+            + (f" (synthetic, seed {ck['seed']})" if c.synthetic else ""),
+            *(["- Weight files: " + ", ".join(f"`{k}` sha256 `{h}`" for k, h in ck["weight_files"].items())]
+              if ck.get("weight_files") else []),
+            f"- Recipe: `{prov['recipe']['name']}` sha256 `{prov['recipe']['sha256']}`, sizes "
+            + ", ".join(prov["recipe"]["sizes"]),
+            "- Versions: " + ", ".join(f"{k} {val}" for k, val in sorted(v.items())),
+            *([f"- Checkpoint state dict sha256 `{ck['state_dict_sha256']}`"] if ck.get("state_dict_sha256") else []),
+            "- Rebuild: `python recipes/depth-anything-v2-small.py --out DIR` (edgedepth) gives byte-identical files, "
+            "manifest and card on any x86-64 machine with the same checkpoint and the pinned versions; "
+            "`edgedepth verify DIR` checks a folder against `manifest.json`.",
+            "", "## Citation", "", "```bibtex", CITATION, "```", "", "## License", "",
+            ("CC BY-NC 4.0, non-commercial use only" if c.nc else "Apache-2.0")
+            + " (see `LICENSE`); modifications are listed in `NOTICE`.", ""]
+
+
+def render_model_card(m: dict) -> str:
+    """The card, section by section (each a function of the manifest-derived :class:`_Card`)."""
+    c = _card(m)
+    how = _how_to_run(m, c.example, c.onnx_files, any(f["format"] == "pte" for f in c.models), c.metric) \
+        if c.example else []
+    return "\n".join(_front_matter(c) + _about(c) + _which_file(c) + _inputs_outputs(c) + _files(c) + how
+                     + _parity(c) + _latency(c) + _limitations(c) + _provenance(c))
