@@ -975,6 +975,7 @@ def test_ort_web_webgpu_falls_back_to_wasm_when_not_fully_delegated(tmp_path, se
     st = p.run_photo()
     assert st["backend"] == "wasm" and "swiftshader" in (st["adapter"] or "").lower(), st
     assert "not fully delegated to WebGPU" in st["backendReason"] and "CPU" in st["backendReason"], st
+    assert "without the strict flag" not in st["backendReason"], st     # a static-size file: strict only, as before
     assert "not fully delegated to WebGPU" in p.page.inner_text("#st-backend")
     assert "Running on wasm (ONNX Runtime Web)" in p.messages_text()
 
@@ -984,11 +985,109 @@ def test_ort_web_on_webgpu_matches_pytorch(ort_release, tiny_ckpt, serve_folder,
     p = open_page(f"{serve_folder(ort_release['folder'])}?runtime=ort&backend=webgpu")
     st = p.run_photo(timeout_s=240)
     assert st["backend"] == "webgpu" and st["backendReason"] is None and not st["errors"], st
+    assert st["ort"]["cpuNodes"] == [], st["ort"]      # a static-size file: the strict session, nothing on the CPU
     assert "swiftshader" in st["adapter"].lower()
-    assert p.page.inner_text("#st-backend").startswith("WebGPU")
+    assert p.page.inner_text("#st-backend") == "WebGPU"
     x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
     _assert_fp32_parity(p.array("ortLastOutput"), tiny_ckpt.model, x, "ONNX Runtime Web WebGPU (SwiftShader) FP32")
     print(f"ORT-web WebGPU (SwiftShader) first inference {st['lastLatencyMs']:.0f} ms")
+
+
+def _int64_shape_nodes(path: str) -> dict[str, str]:
+    """{name: op type} of the nodes of an .onnx file whose inputs and outputs are all int64 (onnx's shape inference):
+    the shape computations of a dynamic-size graph, Shape itself excluded (it reads the float32 image)."""
+    import onnx
+    from onnx import TensorProto
+
+    g = onnx.shape_inference.infer_shapes(onnx.load(path)).graph
+    types = {v.name: v.type.tensor_type.elem_type for v in [*g.value_info, *g.input, *g.output]}
+    types.update({t.name: t.data_type for t in g.initializer})
+    return {n.name: n.op_type for n in g.node
+            if all(types.get(t) == TensorProto.INT64 for t in [*n.input, *n.output] if t)}
+
+
+def _op_counts(ops) -> str:
+    """ort.js opCounts: "Concat×10, Reshape×6, ..." (most frequent first, then by name)."""
+    from collections import Counter
+
+    return ", ".join(f"{op}×{k}" for op, k in sorted(Counter(ops).items(), key=lambda c: (-c[1], c[0])))
+
+
+def test_ort_web_on_webgpu_runs_the_dynamic_release_file(tiny_release, tiny_ckpt, serve_folder, open_page):
+    """The release's onnx/model.onnx (dynamic height and width): the strict session is refused (ORT keeps the int64
+    shape computations on its CPU EP), the page reads ORT's node placement from its verbose log and runs on WebGPU
+    (SwiftShader) with exactly those nodes on the CPU, reported as such; the map matches the wasm run's within the
+    FP32 policy (two FP32 runs: 2x the factor; and WebGPU within FP32 noise of PyTorch float64).  The release's q8 file
+    puts its quantised ops on the CPU as well: wasm, with them named."""
+    base = serve_folder(str(tiny_release))
+    entry = next(f for f in json.load(open(os.path.join(tiny_release, "manifest.json")))["files"]
+                 if f["path"] == "onnx/model.onnx")
+    assert entry.get("dynamic_size"), entry
+    size = tuple(entry["input"]["shape"][2:])                  # (28, 42): the size the page runs it at
+    expected = _int64_shape_nodes(os.path.join(tiny_release, "onnx", "model.onnx"))
+    t0 = time.monotonic()
+    p = open_page(f"{base}?runtime=ort&backend=webgpu&artifact=onnx/model.onnx")
+    st = p.run_photo(timeout_s=300)
+    o = st["ort"]
+    assert st["backend"] == "webgpu" == o["backend"] and st["backendReason"] is None and not st["errors"], st
+    assert "swiftshader" in st["adapter"].lower(), st
+    cpu = {n["name"]: n["op"] for n in o["cpuNodes"]}
+    assert len(cpu) == len(o["cpuNodes"]) and cpu == expected, (o["cpuNodes"], expected)
+    counts = _op_counts(cpu.values())
+    assert p.page.inner_text("#st-backend") == (f"WebGPU ({len(cpu)} shape-computation nodes on the CPU, as ONNX "
+                                                 f"Runtime places them for dynamic-size models: {counts})")
+    assert f"ONNX Runtime Web on WebGPU: {len(cpu)} nodes run on the CPU, all of them int64 shape computations" in \
+        p.messages_text()
+    # ORT's verbose session log is neither on the console nor kept: the session that runs logs at ORT's default level
+    assert not [c for c in p.console if "[V:onnxruntime:" in c or "[I:onnxruntime:" in c], p.console[-5:]
+    x = p.array("lastInput").reshape(1, 3, *size)
+    np.testing.assert_array_equal(x, _python_input(PHOTO, size))
+    y_gpu = p.array("ortLastOutput").reshape(1, *size)
+    t_gpu = time.monotonic() - t0
+    _assert_fp32_parity(y_gpu, tiny_ckpt.model, x, "ONNX Runtime Web WebGPU (SwiftShader), dynamic-size file")
+    w = open_page(f"{base}?runtime=ort&backend=wasm&artifact=onnx/model.onnx")
+    stw = w.run_photo(timeout_s=240)
+    assert stw["backend"] == "wasm" and stw["ort"]["cpuNodes"] is None and not stw["errors"], stw
+    np.testing.assert_array_equal(w.array("lastInput").reshape(x.shape), x)
+    y_wasm = w.array("ortLastOutput").reshape(y_gpu.shape)
+    err, noise = rel_l2(y_gpu, y_wasm), _fp32_noise(tiny_ckpt.model, x)
+    assert err <= 2 * FP32_NOISE_FACTOR * noise, f"WebGPU vs wasm rel-L2 {err:.3e}, PyTorch FP32 noise {noise:.3e}"
+    print(f"ORT-web dynamic onnx/model.onnx on WebGPU (SwiftShader) with {len(cpu)} CPU nodes ({counts}): "
+          f"{t_gpu:.1f} s to load and run once; vs wasm rel-L2 {err:.3e} (bound {2 * FP32_NOISE_FACTOR * noise:.3e})")
+    q = open_page(f"{base}?runtime=ort&backend=webgpu&artifact=onnx/model_quantized.onnx")
+    stq = q.run_photo(timeout_s=300)
+    reason = stq["ort"]["backendReason"]
+    assert stq["backend"] == "wasm" and not stq["errors"] and reason == stq["backendReason"], stq
+    assert "not fully delegated to WebGPU" in reason and "not int64 shape computations" in reason, reason
+    for op in ("DynamicQuantizeLinear", "ConvInteger", "MatMulInteger"):
+        assert f"{op}×" in reason, reason
+    assert not any(f"{op}×" in reason for op in set(expected.values())), reason   # its shape nodes were accepted
+    assert "Running on wasm (ONNX Runtime Web)" in q.messages_text()
+
+
+def test_ort_web_placement_log_parser(tiny_release, serve_folder, open_page):
+    """ort.js's reading of ORT's node-placement log (the lines ORT-web 1.31.1 prints at verbose severity): a log without
+    the placement, or one whose counts do not add up, is an error (the page then refuses the split session, with it
+    as the reason), never an empty CPU list."""
+    p = open_page(f"{serve_folder(str(tiny_release))}?runtime=ort&backend=wasm")
+    got = p.page.evaluate("""async () => { const m = await import('./ort.js');
+        const at = (s) => '2026-12-05 00:13:31.5 [V:onnxruntime:, session_state.cc:1584 ' +
+            `VerifyEachNodeIsAssignedToAnEp] ${s}`;
+        const log = [at(' Node placements'), at('  Node(s) placed on [CPUExecutionProvider]. Number of nodes: 2'),
+                     at('   Squeeze (node_sym_size_int)'), at('   Concat (node_Concat_50)'),
+                     at('  Node(s) placed on [WebGpuExecutionProvider]. Number of nodes: 1'),
+                     at('   Shape (node_Shape_2)')];
+        return {ok: m.placementsFromLog(log), none: m.placementsFromLog(['[W:onnxruntime:, x.cc:1 f] hello']),
+                short: m.placementsFromLog(log.slice(0, 3)),
+                all: m.placementsFromLog([at(' Node placements'),
+                                          at('  All nodes placed on [WebGpuExecutionProvider]. Number of nodes: 5')]),
+                counts: m.opCounts([{op: 'Mul'}, {op: 'Concat'}, {op: 'Mul'}, {op: 'Div'}])}; }""")
+    assert got["ok"] == {"cpu": [{"op": "Squeeze", "name": "node_sym_size_int"},
+                                 {"op": "Concat", "name": "node_Concat_50"}], "total": 3}, got
+    assert "no node placement" in got["none"]["error"] and "cpu" not in got["none"], got
+    assert "lists 1 node(s) on CPUExecutionProvider where it says 2" in got["short"]["error"], got
+    assert got["all"] == {"cpu": [], "total": 5}, got
+    assert got["counts"] == "Mul×2, Concat×1, Div×1" == _op_counts(["Mul", "Concat", "Mul", "Div"])
 
 
 def test_page_says_what_to_run_without_onnxruntime_web(tmp_path, ort_release, serve_folder, open_page):

@@ -4,7 +4,7 @@
 
 import * as litert from '@litertjs/core';
 import { colorizeDepth, colorizeUnit, normalizeDepth } from './colormap.js';
-import { createSession, loadOrt, ortInfo, runSession } from './ort.js';
+import { createSession, createWebGpuSession, loadOrt, opCounts, ortInfo, runSession } from './ort.js';
 import { decodeImage, pixelsToNCHW, preprocessRGBA } from './preprocess.js';
 import { createPipeline, disposePipeline, dtypeOf, loadTjs, pixelValues, runModel, runPipeline, served, tjsInfo,
   unverified } from './tjs.js';
@@ -67,7 +67,8 @@ const E = {
   maxDepth: null,             // metres, for a metric release (manifest.model.kind 'metric'); null: relative depth
   depthAt: null,              // {x, y, value} under the cursor, in the model output's pixels
   ort: null,                  // ONNX Runtime Web's model ('ort', 'compare'): {artifact, backend, backendReason, source,
-                              //   lastLatencyMs, latencies}
+                              //   lastLatencyMs, latencies, cpuNodes: on WebGPU, [{op, name}] ORT placed on the CPU
+                              //   (int64 shape computations of a dynamic-size graph; [] = all on WebGPU), else null}
   ortLastOutput: null,        // Float32Array [1,H,W] of ONNX Runtime Web's last inference
   compare: null,              // 'compare': {relL2, maxAbs, litert: {ms, backend, artifact}, ort: {...}, tjs: {...}
                               //   with transformers.js (see web/README.md)}
@@ -397,10 +398,18 @@ async function litertWebGPU(bytes, entry, gpu) {
   }
 }
 
-/** ONNX Runtime Web on WebGPU (its WebGPU execution provider, no CPU fallback): {model} or {reason}. */
+/** ONNX Runtime Web on WebGPU (its WebGPU execution provider): {model, cpuNodes} or {reason}. No CPU fallback, except
+ * the int64 shape computations ORT keeps on the CPU in a dynamic-size graph, read from its node-placement log and
+ * checked (ort.js createWebGpuSession): cpuNodes lists them ([] = the whole graph on WebGPU). */
 async function ortWebGPU(bytes) {
   try {
-    return { model: await createSession(bytes, 'webgpu') };
+    const { session, cpuNodes } = await createWebGpuSession(bytes);
+    if (cpuNodes.length) {
+      say('info', `ONNX Runtime Web on WebGPU: ${cpuNodes.length} nodes run on the CPU, all of them int64 shape ` +
+        'computations (checked in ONNX Runtime\'s node-placement log and in the file\'s types), as ONNX Runtime ' +
+        `places them for dynamic-size models: ${opCounts(cpuNodes)} (${cpuNodes.map((n) => n.name).join(', ')}).`);
+    }
+    return { model: session, cpuNodes };
   } catch (e) {
     return {
       reason: e.notFullyDelegated ? 'the model is not fully delegated to WebGPU (ONNX Runtime would run some nodes ' +
@@ -481,7 +490,7 @@ async function compile(rt, bytes, entry, choice) {
     } else {
       if (gpu.fallback) say('warn', `WebGPU adapter ${gpu.name} is a software (CPU) fallback adapter: expect it to be slow.`);
       const r = await runners[rt].webgpu(bytes, entry, gpu);
-      if (r.model) return { model: r.model, backend: 'webgpu', reason: null };
+      if (r.model) return { model: r.model, backend: 'webgpu', reason: null, cpuNodes: r.cpuNodes ?? null };
       reason = r.reason;
     }
     reason = reason.replace(/[.\s]+$/, '');
@@ -707,6 +716,10 @@ function showBackends() {
   const one = (rt) => {
     const c = current[rt];
     if (!c) return '—';
+    if (rt === 'ort' && c.backend === 'webgpu' && c.cpuNodes?.length) {
+      return `WebGPU (${c.cpuNodes.length} shape-computation nodes on the CPU, as ONNX Runtime places them for ` +
+        `dynamic-size models: ${opCounts(c.cpuNodes)})`;
+    }
     return c.backend === 'webgpu' ? `WebGPU${{ litert: ' (FP32 precision requested)', tjs: ' (as transformers.js ' +
       'runs it: ORT-web may keep shape computations on the CPU)' }[rt] || ''}` :
       `wasm (CPU)${c.reason ? ` — ${c.reason}` : ''}`;
@@ -724,7 +737,8 @@ async function loadModel(rt, entry, choice) {
       Object.assign(E, { artifact: entry.path, backend: null, backendReason: null, backendRequested: choice, source: null });
     }
     if (rt === 'ort') {
-      E.ort = { artifact: entry.path, backend: null, backendReason: null, source: null, lastLatencyMs: null, latencies: null };
+      E.ort = { artifact: entry.path, backend: null, backendReason: null, cpuNodes: null, source: null,
+        lastLatencyMs: null, latencies: null };
     }
     if (rt === 'tjs') {
       E.tjs = { artifact: entry.path, dtype: dtypeOf(entry.path), backend: null, backendReason: null, source: null,
@@ -771,7 +785,8 @@ async function loadModel(rt, entry, choice) {
     retire(rt);
     current[rt] = { rt, key: keyOf(entry, choice), entry, choice, source, latencies: [], ...compiled };
     if (rt === 'ort') {
-      Object.assign(E.ort, { backend: compiled.backend, backendReason: compiled.reason, latencies: current.ort.latencies });
+      Object.assign(E.ort, { backend: compiled.backend, backendReason: compiled.reason,
+        cpuNodes: compiled.cpuNodes ?? null, latencies: current.ort.latencies });
       E.runtime.ort = ortInfo();   // ORT drops to 1 thread where SharedArrayBuffer is unavailable
       showRuntime();
     }

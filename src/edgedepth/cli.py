@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -324,13 +325,23 @@ def _whole(least: int):
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .checkpoint import DEFAULT_MODEL
-    from .formats import BACKENDS
-    from .preprocess import DEFAULT_SIZE, MAX_PIXELS, MAX_SIDE
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """Parent parsers of the options several commands share (defined once) and the help texts they reuse."""
 
-    size_default = f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}"
-    # Options shared by several commands, defined once.
+    quiet: argparse.ArgumentParser
+    verbose: argparse.ArgumentParser
+    as_json: argparse.ArgumentParser
+    threads: argparse.ArgumentParser
+    max_pixels: argparse.ArgumentParser
+    model_help: str
+    size_default: str
+
+
+def _options() -> _Options:
+    from .family import MEMBERS, SYNTHETIC
+    from .preprocess import DEFAULT_SIZE, MAX_PIXELS
+
     quiet = argparse.ArgumentParser(add_help=False)
     quiet.add_argument("--quiet", action="store_true", help="no progress bar")
     verbose = argparse.ArgumentParser(add_help=False)
@@ -345,19 +356,21 @@ def build_parser() -> argparse.ArgumentParser:
     max_pixels.add_argument("--max-pixels", type=_whole(1), default=MAX_PIXELS, metavar="N",
                             help="refuse photos of more than N pixels, from their header, before decoding "
                                  "(default: %(default)s = 120 megapixels)")
-
-    from .family import MEMBERS, SYNTHETIC
-
-    MODEL_HELP = (f"a family member ({', '.join(MEMBERS)}), HF_ID[@REV], a local HF folder, or a synthetic stand-in "
+    model_help = (f"a family member ({', '.join(MEMBERS)}), HF_ID[@REV], a local HF folder, or a synthetic stand-in "
                   f"({', '.join(SYNTHETIC)})")
-    p = _Parser(prog="edgedepth", description="Depth Anything V2 -> verified on-device artifacts")
-    sub = p.add_subparsers(dest="command", required=True)
+    return _Options(quiet, verbose, as_json, threads, max_pixels, model_help, f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}")
 
-    e = sub.add_parser("export", parents=[quiet, verbose],
+
+def _add_export(sub, o: _Options) -> None:
+    """export: a checkpoint to .tflite / .pte / .onnx."""
+    from .checkpoint import DEFAULT_MODEL
+    from .preprocess import MAX_SIDE
+
+    e = sub.add_parser("export", parents=[o.quiet, o.verbose],
                        help="export a checkpoint to LiteRT .tflite, ExecuTorch .pte or ONNX")
     e.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"{MODEL_HELP} (default: %(default)s)")
-    e.add_argument("--size", default=size_default,
+                   help=f"{o.model_help} (default: %(default)s)")
+    e.add_argument("--size", default=o.size_default,
                    help=f"HEIGHTxWIDTH, multiples of 14, each side at most {MAX_SIDE} (default: %(default)s)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--precision", default=None,
@@ -378,20 +391,29 @@ def build_parser() -> argparse.ArgumentParser:
                         "then the size it is checked and run at by edgedepth")
     e.set_defaults(func=cmd_export)
 
-    i = sub.add_parser("inspect", parents=[as_json, verbose],
+
+def _add_inspect(sub, o: _Options) -> None:
+    """inspect: model files, or a checkpoint's activation ranges."""
+    i = sub.add_parser("inspect", parents=[o.as_json, o.verbose],
                        help="ops, I/O, weights, delegation of model files (.tflite, .pte, .onnx)")
     i.add_argument("files", nargs="*", metavar="FILE")
     i.add_argument("--no-gpu", action="store_true", help="skip the GPU compile check")
     i.add_argument("--ranges", action="store_true",
                    help="activation ranges vs FP16 of a checkpoint (PyTorch forward hooks) instead of files")
     i.add_argument("--model", default=None,
-                   help=f"with --ranges: {MODEL_HELP}; synthetic names take -fp16-stress (default: the pinned HF id)")
-    i.add_argument("--size", default=size_default, help="with --ranges: HEIGHTxWIDTH (default: %(default)s)")
+                   help=f"with --ranges: {o.model_help}; synthetic names take -fp16-stress (default: the pinned HF id)")
+    i.add_argument("--size", default=o.size_default, help="with --ranges: HEIGHTxWIDTH (default: %(default)s)")
     i.add_argument("--images", type=int, default=4,
                    help="with --ranges: photos of the default image set to probe (default: %(default)s)")
     i.set_defaults(func=cmd_inspect)
 
-    r = sub.add_parser("predict", parents=[quiet, verbose, threads, max_pixels], help="depth maps for photos")
+
+def _add_predict(sub, o: _Options) -> None:
+    """predict: depth maps of photos."""
+    from .checkpoint import DEFAULT_MODEL
+    from .formats import BACKENDS
+
+    r = sub.add_parser("predict", parents=[o.quiet, o.verbose, o.threads, o.max_pixels], help="depth maps for photos")
     r.add_argument("images", nargs="+", metavar="IMAGE")
     r.add_argument("--model", default=DEFAULT_MODEL, help="a .tflite file or a checkpoint (as for export)")
     r.add_argument("--backend", default="cpu", choices=list(BACKENDS),
@@ -404,7 +426,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write float .npy and 16-bit PNG depth (metric models: metres, millimetres)")
     r.set_defaults(func=cmd_predict)
 
-    v = sub.add_parser("validate", parents=[quiet, verbose, as_json, threads, max_pixels],
+
+def _add_validate(sub, o: _Options) -> None:
+    """validate: parity against the checkpoint."""
+    from .checkpoint import DEFAULT_MODEL
+    from .formats import BACKENDS
+
+    v = sub.add_parser("validate", parents=[o.quiet, o.verbose, o.as_json, o.threads, o.max_pixels],
                        help="parity of model files vs their PyTorch checkpoint on natural images")
     v.add_argument("artifacts", nargs="+", metavar="ARTIFACT|DIR")
     v.add_argument("--model", default=DEFAULT_MODEL, help="the checkpoint the files came from (default: %(default)s)")
@@ -417,7 +445,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--strict", action="store_true", help="exit 1 when any backend failed to compile")
     v.set_defaults(func=cmd_validate)
 
-    b = sub.add_parser("bench", parents=[quiet, verbose, as_json, threads],
+
+def _add_bench(sub, o: _Options) -> None:
+    """bench: interleaved latency."""
+    b = sub.add_parser("bench", parents=[o.quiet, o.verbose, o.as_json, o.threads],
                        help="latency of model files, interleaved rounds (and PyTorch eager)")
     b.add_argument("artifacts", nargs="+", metavar="ARTIFACT")
     b.add_argument("--backend", default="cpu",
@@ -431,7 +462,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", default=None, help="write a PNG bar chart (median, IQR whiskers)")
     b.set_defaults(func=cmd_bench)
 
-    rl = sub.add_parser("release", parents=[quiet, verbose],
+
+def _add_release(sub, o: _Options) -> None:
+    """release: a release folder from a recipe."""
+    rl = sub.add_parser("release", parents=[o.quiet, o.verbose],
                         help="build a release folder from a recipe (files, manifest, card)")
     rl.add_argument("--recipe", default=None,
                     help="recipe file: Python that release executes, like setup.py, so only one you trust (default: "
@@ -443,12 +477,22 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--no-gpu-check", action="store_true", help="skip the GPU delegation check")
     rl.set_defaults(func=cmd_release)
 
-    vf = sub.add_parser("verify", parents=[verbose], help="re-hash a release folder against its manifest.json")
+
+def _add_verify(sub, o: _Options) -> None:
+    """verify: a release folder against its manifest."""
+    vf = sub.add_parser("verify", parents=[o.verbose], help="re-hash a release folder against its manifest.json")
     vf.add_argument("folder")
     vf.set_defaults(func=cmd_verify)
 
+
+def build_parser() -> argparse.ArgumentParser:
     from .serve import add_parser as add_serve_parser
 
+    o = _options()
+    p = _Parser(prog="edgedepth", description="Depth Anything V2 -> verified on-device artifacts")
+    sub = p.add_subparsers(dest="command", required=True)
+    for add in (_add_export, _add_inspect, _add_predict, _add_validate, _add_bench, _add_release, _add_verify):
+        add(sub, o)
     add_serve_parser(sub)
     return p
 
