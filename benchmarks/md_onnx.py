@@ -25,6 +25,21 @@ def section_onnx_dynamic(L: list[str]) -> None:
                   + " / ".join(f"{v:.0f}" for v in r["dynamic_round_medians_ms"]))
         L.append(f"| {r['runtime']} | {r['precision'].upper()} | {r['static_ms']:.0f} | {r['dynamic_ms']:.0f} | "
                  f"**{r['dynamic_over_static']:.3f}** | {rounds} |")
+    where = a.get("onnxruntime_fp32_where_from") or {}
+    if where:
+        L += ["", "Where an ONNX Runtime FP32 difference comes from (same run, ÷ the static file): "
+              + "; ".join(f"{k.removeprefix('cpu fp32 ')} **{v['over_static']:.3f}**" for k, v in where.items())
+              + " — free-dimension overrides fix `height`/`width` when the session is created (static shapes, same "
+              "graph: what edgedepth's runner does with a dynamic file); the static export of the dynamic graph keeps "
+              "the position-embedding resize in the graph."]
+        fixed = where.get("cpu fp32 dynamic, free dims fixed", {}).get("over_static")
+        ort32 = next((r["dynamic_over_static"] for r in a["rows"] if r["runtime"] == "onnxruntime"
+                      and r["precision"] == "fp32"), None)
+        if fixed is not None and ort32 is not None:
+            L += ["", f"So the cost is ONNX Runtime planning with symbolic shapes, not the graph: fixed at session "
+                  f"creation the dynamic file runs at {fixed:.3f}× the static one, so the release ships the dynamic "
+                  f"files only; left symbolic (transformers.js, a size per photo) ONNX Runtime takes {ort32:.2f}× — "
+                  "the price of one file for every aspect ratio."]
     files = a["files"]
     L += ["", "Ops: " + ", ".join(f"{k} {v['ops']}" for k, v in files.items()) + ".", "",
           "Parity of the dynamic FP32 file (ONNX Runtime) at other sizes, one random input each:", "",
@@ -43,7 +58,10 @@ def summary_lines() -> list[str]:
         S.append(f"- Dynamic-size `.onnx` (the release's `onnx/`, what transformers.js needs) ÷ static, "
                  f"{a['size'][0]}×{a['size'][1]}, one interleaved run on {a['environment'].get('cpu')}: "
                  + ", ".join(f"{r['runtime']} {r['precision'].upper()} {r['dynamic_over_static']:.2f}"
-                             for r in a["rows"]) + ".")
+                             for r in a["rows"])
+                 + (f"; ONNX Runtime FP32 with `height`/`width` fixed at session creation (what edgedepth's runner "
+                    f"does) {a['onnxruntime_fp32_where_from']['cpu fp32 dynamic, free dims fixed']['over_static']:.3f}"
+                    if a.get("onnxruntime_fp32_where_from") else "") + ".")
     t = load("transformers_js_preprocessing.json")
     if t:
         s = t["summary"]["all"]

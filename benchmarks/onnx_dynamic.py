@@ -5,8 +5,10 @@ Full synthetic model, 518x686.  Four files: FP32 and INT8 (``quantize_dynamic``)
 .DEFAULT_REWRITES``: position embedding frozen for 518x686) and dynamic (``DYNAMIC_REWRITES``: the embedding resized in
 the graph, the head's size symbolic).  Timed in ONE interleaved run (``verify.bench.run_interleaved``; per call = input
 + run + output; 2 threads), ONNX Runtime CPU EP and OpenVINO CPU (f32; OpenVINO reshapes the dynamic file to static
-shapes before compiling, as edgedepth's runner does).  Parity of the dynamic FP32 file vs PyTorch FP32 / float64 at
-three sizes.
+shapes before compiling, as edgedepth's runner does).  Two more ONNX Runtime FP32 variants say where a difference comes
+from: the dynamic file with ORT's free-dimension overrides (``height``/``width`` fixed at session creation: static
+shapes, same graph) and a static export of the dynamic file's graph (position embedding resized in the graph, no frozen
+constant).  Parity of the dynamic FP32 file vs PyTorch FP32 / float64 at three sizes.
 
     .venv/bin/python benchmarks/onnx_dynamic.py [--dir out/onnx_dynamic] [--rounds 4 --warmup 2 --iters 5]
 
@@ -43,6 +45,38 @@ def _export(ckpt, folder: str, dynamic: bool) -> dict[str, str]:
     return want
 
 
+class _OverriddenOrt:
+    """ONNX Runtime on a dynamic file with ``height``/``width`` fixed by free-dimension overrides."""
+
+    def __new__(cls, path: str, threads: int):
+        import onnxruntime as ort
+
+        from edgedepth.runtimes.onnxruntime import OrtRunner
+
+        runner = OrtRunner(path, threads=threads, size=(H, W))
+        so = ort.SessionOptions()
+        so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        for name, value in zip(onnxfmt.DYNAMIC_DIMS, (H, W)):
+            so.add_free_dimension_override_by_name(name, value)
+        runner._s = ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
+        runner.name = "onnxruntime-cpu (free dims fixed)"
+        return runner
+
+
+def _static_unfrozen(ckpt, folder: str) -> str:
+    """A static export of the dynamic file's rewrites (no freeze_position_embedding)."""
+    from edgedepth.rewrites import prepare
+
+    path = os.path.join(folder, "static_unfrozen", onnxfmt.file_name(H, W, "fp32"))
+    if not os.path.exists(path):
+        print("export static, unfrozen", file=sys.stderr, flush=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        module, _ = prepare(ckpt.model, H, W, list(onnxfmt.DYNAMIC_REWRITES))
+        onnxfmt._write(onnxfmt.to_model_proto(module, H, W), path)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="out/onnx_dynamic")
@@ -77,6 +111,12 @@ def main() -> None:
             for kind in ("static", "dynamic"):
                 variants[f"{backend} {p} {kind}"] = (lambda path=files[kind][p], b=backend:
                                                      onnxfmt.open_runner(path, b, a.threads, size=(H, W)))
+    variants["cpu fp32 dynamic, free dims fixed"] = lambda: _OverriddenOrt(files["dynamic"]["fp32"], a.threads)
+    unfrozen = _static_unfrozen(ckpt, a.dir)
+    info["static fp32, embedding resized in the graph"] = {"ops": onnxfmt.describe(unfrozen)["ops"],
+                                                           "bytes": os.path.getsize(unfrozen),
+                                                           "sha256": sha256_file(unfrozen)}
+    variants["cpu fp32 static, embedding resized in the graph"] = lambda: onnxfmt.open_runner(unfrozen, "cpu", a.threads)
     x = np.random.default_rng(0).standard_normal((1, 3, H, W), dtype=np.float32)
     res = run_interleaved(variants, x, rounds=a.rounds, warmup=a.warmup, iters=a.iters,
                           progress=lambda d, t: print(f"\r{d}/{t}", end="", file=sys.stderr, flush=True))
@@ -91,8 +131,13 @@ def main() -> None:
                          "static_round_medians_ms": s["round_medians_ms"],
                          "dynamic_round_medians_ms": d["round_medians_ms"],
                          "dynamic_over_static": d["median_ms"] / s["median_ms"]})
+    static32 = res["variants"]["cpu fp32 static"]["median_ms"]
+    explain = {k: {"median_ms": res["variants"][k]["median_ms"], "over_static": res["variants"][k]["median_ms"] / static32,
+                   "round_medians_ms": res["variants"][k]["round_medians_ms"]}
+               for k in ("cpu fp32 dynamic, free dims fixed", "cpu fp32 static, embedding resized in the graph")}
     out = {"kind": "edgedepth.onnx_dynamic", "size": [H, W], "model": "synthetic (full DA-V2-Small architecture)",
-           "files": info, "parity_dynamic_fp32": parity, "rows": rows, "environment": environment(a.threads),
+           "files": info, "parity_dynamic_fp32": parity, "rows": rows,
+           "onnxruntime_fp32_where_from": explain, "environment": environment(a.threads),
            "method": {**res["method"], "per_call": "input + run + output read", "threads": a.threads,
                       "openvino": "INFERENCE_PRECISION_HINT f32; dynamic file reshaped to 1x3x518x686 before compile",
                       "onnxruntime": "CPUExecutionProvider, ORT_ENABLE_ALL, sequential"}}
@@ -102,6 +147,8 @@ def main() -> None:
     for r in rows:
         print(f"{r['runtime']:12s} {r['precision']}: static {r['static_ms']:7.1f} ms  dynamic {r['dynamic_ms']:7.1f} ms"
               f"  x{r['dynamic_over_static']:.3f}")
+    for k, v in explain.items():
+        print(f"onnxruntime  fp32: {k}: {v['median_ms']:.1f} ms  x{v['over_static']:.3f}")
 
 
 if __name__ == "__main__":

@@ -376,7 +376,9 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[i
         return OpenVINORunner(path, threads=threads, size=hw)
     from ..runtimes.onnxruntime import OrtRunner
 
-    return OrtRunner(path, threads=threads, size=hw)
+    shape = _value_info(next(v for v in model.graph.input if v.name not in init))["shape"]
+    free = {d: v for d, v in zip(shape[2:], hw) if isinstance(d, str)} if dynamic else None
+    return OrtRunner(path, threads=threads, size=hw, free_dims=free)
 
 
 def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32", "fp16", "int8"),
