@@ -767,9 +767,10 @@ def test_docs_screenshot_shows_the_current_release():
     scripts/screenshot.py is run again. The PNG is the one the record describes, in compare mode."""
     rec = json.load(open(DOCS_SHOT))
     golden = json.load(open(os.path.join(ROOT, "tests", "golden", "release_sha256.json")))["synthetic release"]
-    assert rec["litert"]["sha256"] == golden["sha256"].get(rec["litert"]["path"]), \
-        "docs/screenshot.png shows an old file: run `make demo` and `.venv/bin/python scripts/screenshot.py " \
-        "out/depth-anything-v2-small`"
+    for side in ("litert", "ort"):      # both files it shows, the .tflite and the .onnx
+        assert rec[side]["sha256"] == golden["sha256"].get(rec[side]["path"]), \
+            f"docs/screenshot.png shows an old {rec[side]['path']}: run `make demo` and " \
+            "`.venv/bin/python scripts/screenshot.py out/depth-anything-v2-small`"
     assert rec["checkpoint"]["state_dict_sha256"] == golden["state_dict_sha256"]
     assert _sha256(os.path.join(ROOT, "docs", "screenshot.png")) == rec["png_sha256"]
     assert rec["ort"]["path"].endswith(".onnx") and rec["litert"]["gpu_fully_delegated"] is True
