@@ -46,3 +46,23 @@ def test_no_file_extension_switch_outside_the_format_registry():
                     if pattern.search(line):
                         offenders.append(f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+MAX_FUNCTION_LINES = 60     # issue 29: orchestrators as numbered steps, one function per section/command
+
+
+def test_no_long_function_in_src():
+    """Every function in src/ fits on a screen (<= MAX_FUNCTION_LINES lines, decorators and docstring included)."""
+    import ast
+
+    long = []
+    for dirpath, _, files in os.walk(SRC):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        n = node.end_lineno - node.lineno + 1
+                        if n > MAX_FUNCTION_LINES:
+                            long.append(f"{os.path.relpath(path, SRC)}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, "functions over the limit: " + "; ".join(long)

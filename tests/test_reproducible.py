@@ -70,6 +70,19 @@ def test_224x224_preset_every_format_matches_golden(tmp_path):
     assert record.compare(tmp_path, golden) == {"match": sorted(golden), "differ": [], "no_golden": [], "missing": []}
 
 
+@pytest.mark.slow
+def test_dynamic_onnx_matches_golden_under_other_kernels(tmp_path):
+    """The release's onnx/model.onnx (the full synthetic model, dynamic height and width, recorded size 518x686)
+    exported in a child under other CPU kernels equals its golden: the exporter's constant folding and the weights'
+    bytes do not depend on the CPU."""
+    export_in_child(tmp_path, "518x686", "--target", "onnx", "--dynamic-size", "--precision", "fp32",
+                    env_extra=OTHER_KERNELS)
+    from edgedepth.fsutil import sha256_file
+
+    golden = GOLDEN[record.FULL_SECTION]["sha256"]["onnx/model.onnx"]
+    assert sha256_file(str(tmp_path / "depth_anything_v2_small_518x686_fp32_dynamic.onnx")) == golden
+
+
 def test_golden_check_names_every_kind_of_difference(tmp_path):
     """``record.py check`` (what make demo runs) tells matching, differing, unrecorded and missing files apart."""
     (tmp_path / "a.bin").write_bytes(b"a")
@@ -88,6 +101,6 @@ def test_every_file_of_the_synthetic_release_has_a_golden():
     stem = "depth_anything_v2_small_"
     want = {f"{stem}{s}_{p}.tflite" for s in sizes for p in ("fp32", "fp16", "int8")}
     want |= {f"{stem}518x686_fp16_u8in.tflite", f"{stem}224x224_xnnpack_fp32.pte", f"{stem}224x224_webgpu_fp32.pte",
-             "onnx/model.onnx", "onnx/model_fp16.onnx", "onnx/model_quantized.onnx", "manifest.json", "README.md",
-             "LICENSE", "NOTICE"}
+             "onnx/model.onnx", "onnx/model_fp16.onnx", "onnx/model_quantized.onnx", "config.json",
+             "preprocessor_config.json", "manifest.json", "README.md", "LICENSE", "NOTICE"}
     assert set(golden) == want

@@ -200,84 +200,103 @@ def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
 
 def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None) -> dict:
     """Build the release folder ``out_dir`` from ``recipe`` (overrides applied: ``Recipe.with_overrides``); returns the
-    manifest dict."""
-    from ..checkpoint import DepthModule, load_checkpoint, state_dict_digest
-    from ..images import image_set, image_set_hash
-    from ..preprocess import parse_size
+    manifest dict.  Steps: 1 load the checkpoint, 2 LiteRT files per size, 3 ExecuTorch files, 4 ONNX files (each file
+    parity-gated as it is made), 5 manifest, card, licence, notice, build report; all in a staging folder swapped in
+    atomically at the end."""
+    from ..checkpoint import DepthModule, load_checkpoint
+    from ..images import image_set
 
     step = interrupt.checking(progress)      # every stage start is a point where a swallowed Ctrl-C stops
-    model_spec = recipe.model
     sizes = list(recipe.sizes)
-    parsed = [parse_size(s) for s in sizes]
-    precisions = recipe.litert_precisions
-    n_images = recipe.parity_images
     with outdir.staged(out_dir) as staging:      # checks, locks, swaps atomically; out_dir untouched on failure
-        step(f"load {model_spec}")
-        ckpt = load_checkpoint(model_spec)
+        step(f"load {recipe.model}")                                                          # 1
+        ckpt = load_checkpoint(recipe.model)
         model_info = _model_info(ckpt, recipe)
         if model_info["license"] != "apache-2.0":
             step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
         io = lambda h, w, *names, **kw: mf.io_contract(h, w, *names, semantics=model_info["output_semantics"], **kw)  # noqa: E731
-        reference = DepthModule(ckpt.model)
-        items = image_set(limit=n_images) if n_images else []
-        latency = _latency_rows(recipe.latency_data)
-        parity = _parity_rows(recipe.parity_data)
-        gate = _Gate(reference, items, step)
-        entries, rewrite_reports = [], {}
-        for (h, w), text in zip(parsed, sizes):
-            step(f"rewrites + export {text}")
-            files = formats.export(ckpt.model, h, w, staging, target_name="litert", precisions=precisions,
-                                   rewrites=recipe.rewrites, stem=ckpt.file_stem)
-            rewrite_reports[text] = files[0].rewrites
-            if recipe.litert_pixel_input and text == sizes[0]:   # the GPU files: uint8 pixels in (formats.tflite)
-                step(f"rewrites + export {text}, uint8 pixel input")
-                files += formats.export(ckpt.model, h, w, staging, target_name="litert",
-                                        precisions=recipe.litert_pixel_input, rewrites=recipe.rewrites,
-                                        stem=ckpt.file_stem, input_dtype="uint8")
-            for f in files:
-                entry = _tflite_entry(f, text, (h, w), io, gpu_check, gate, step)
-                entries.append(_with_measurements(mf.file_entry(staging, os.path.basename(f.path), **entry),
-                                                  latency, parity))
-        if recipe.executorch:
-            entries += [_with_measurements(e, latency, parity)
-                        for e in _executorch_entries(recipe.executorch, ckpt, gate, staging, step, io)]
-        if recipe.onnx_precisions:
-            entries += [_with_measurements(e, latency, parity)
-                        for e in _onnx_entries(recipe.onnx_precisions, sizes[0], ckpt, gate, staging, step, io)]
-        step("manifest, model card, license")
-        manifest = {
-            "name": recipe.name,
-            "model": model_info,
-            "files": entries,
-            "recommended": recommend(entries, sizes[0], INT8_GATE_REL_L2),
-            "provenance": {
-                "checkpoint": {**ckpt.provenance(), "state_dict_sha256": state_dict_digest(ckpt.model)},
-                "base_model": recipe.base_model,
-                "recipe": {"name": recipe.name, "sha256": recipe.sha256, "sizes": sizes},
-                "rewrites": rewrite_reports, "versions": _versions(),
-            },
-            "parity_method": {
-                "reference": "PyTorch eager (transformers) FP32 on the same preprocessed inputs, CPU",
-                "metric": "pooled relative L2 over all images; per-image max/p95; Pearson; AbsRel and delta<1.25 after "
-                          "least-squares scale-and-shift alignment",
-                "backend": "ai_edge_litert CompiledModel / executorch.runtime, CPU, 2 threads",
-                "per_file": "`parity`: committed benchmark data (edgedepth validate), only for files whose sha256 matches",
-                "build_gate": {
-                    "images": {"count": len(items), "sha256": image_set_hash(items) if items else None,
-                               "set": "default (bundled natural photos, deterministic views)"},
-                    "fp32": f"pooled rel-L2 <= {FP32_GATE_FACTOR:g} x PyTorch FP32's own rel-L2 vs float64 (same build)",
-                    "quantized": f"pooled rel-L2 <= {INT8_GATE_REL_L2:g}",
-                    "measured_values": f"{BUILD_REPORT} (machine-dependent, not listed in this manifest)"}},
-        }
-        mf.write(staging, manifest)
-        from .modelcard import render_model_card
-
-        _write_text(os.path.join(staging, "README.md"), render_model_card(mf.load(staging)))
-        _write_text(os.path.join(staging, "LICENSE"), _license_text(model_info["license"]))
-        _write_text(os.path.join(staging, "NOTICE"), _notice_text(manifest))
-        mf.write(staging, manifest | {"files": entries + _text_entries(staging)})
-        _write_text(os.path.join(staging, BUILD_REPORT), json.dumps(gate.summary(), indent=2, sort_keys=True) + "\n")
+        items = image_set(limit=recipe.parity_images) if recipe.parity_images else []
+        gate = _Gate(DepthModule(ckpt.model), items, step)
+        measured = (_latency_rows(recipe.latency_data), _parity_rows(recipe.parity_data))
+        entries, rewrite_reports = _litert_entries(recipe, ckpt, gate, staging, step, io, gpu_check)     # 2
+        if recipe.executorch:                                                                  # 3
+            entries += _executorch_entries(recipe.executorch, ckpt, gate, staging, step, io)
+        if recipe.onnx_precisions:                                                             # 4
+            entries += _onnx_entries(recipe.onnx_precisions, sizes[0], ckpt, gate, staging, step, io)
+        entries = [_with_measurements(e, *measured) for e in entries]    # committed records matching the bytes
+        step("manifest, model card, license")                                                  # 5
+        manifest = _manifest(recipe, ckpt, model_info, entries, rewrite_reports, items)
+        _write_folder_texts(staging, manifest, gate)
     return mf.load(out_dir)
+
+
+def _litert_entries(recipe: Recipe, ckpt, gate: "_Gate", staging: str, step, io, gpu_check: bool):
+    """The .tflite files of every size (+ the uint8-input GPU files at the first size), GPU-checked and parity-gated as
+    they are made: (manifest entries, {size: rewrites applied})."""
+    from ..preprocess import parse_size
+
+    sizes = list(recipe.sizes)
+    entries, rewrite_reports = [], {}
+    for text in sizes:
+        h, w = parse_size(text)
+        step(f"rewrites + export {text}")
+        files = formats.export(ckpt.model, h, w, staging, target_name="litert", precisions=recipe.litert_precisions,
+                               rewrites=recipe.rewrites, stem=ckpt.file_stem)
+        rewrite_reports[text] = files[0].rewrites
+        if recipe.litert_pixel_input and text == sizes[0]:   # the GPU files: uint8 pixels in (formats.tflite)
+            step(f"rewrites + export {text}, uint8 pixel input")
+            files += formats.export(ckpt.model, h, w, staging, target_name="litert",
+                                    precisions=recipe.litert_pixel_input, rewrites=recipe.rewrites,
+                                    stem=ckpt.file_stem, input_dtype="uint8")
+        for f in files:
+            entry = _tflite_entry(f, text, (h, w), io, gpu_check, gate, step)
+            entries.append(mf.file_entry(staging, os.path.basename(f.path), **entry))
+    return entries, rewrite_reports
+
+
+def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewrite_reports: dict, items) -> dict:
+    """manifest.json's content (its files: the model files; the text files are added once written)."""
+    from ..checkpoint import state_dict_digest
+    from ..images import image_set_hash
+
+    sizes = list(recipe.sizes)
+    return {
+        "name": recipe.name,
+        "model": model_info,
+        "files": entries,
+        "recommended": recommend(entries, sizes[0], INT8_GATE_REL_L2),
+        "provenance": {
+            "checkpoint": {**ckpt.provenance(), "state_dict_sha256": state_dict_digest(ckpt.model)},
+            "base_model": recipe.base_model,
+            "recipe": {"name": recipe.name, "sha256": recipe.sha256, "sizes": sizes},
+            "rewrites": rewrite_reports, "versions": _versions(),
+        },
+        "parity_method": {
+            "reference": "PyTorch eager (transformers) FP32 on the same preprocessed inputs, CPU",
+            "metric": "pooled relative L2 over all images; per-image max/p95; Pearson; AbsRel and delta<1.25 after "
+                      "least-squares scale-and-shift alignment",
+            "backend": "ai_edge_litert CompiledModel / executorch.runtime, CPU, 2 threads",
+            "per_file": "`parity`: committed benchmark data (edgedepth validate), only for files whose sha256 matches",
+            "build_gate": {
+                "images": {"count": len(items), "sha256": image_set_hash(items) if items else None,
+                           "set": "default (bundled natural photos, deterministic views)"},
+                "fp32": f"pooled rel-L2 <= {FP32_GATE_FACTOR:g} x PyTorch FP32's own rel-L2 vs float64 (same build)",
+                "quantized": f"pooled rel-L2 <= {INT8_GATE_REL_L2:g}",
+                "measured_values": f"{BUILD_REPORT} (machine-dependent, not listed in this manifest)"}},
+    }
+
+
+def _write_folder_texts(staging: str, manifest: dict, gate: "_Gate") -> None:
+    """manifest.json, then the card generated from it, LICENSE, NOTICE, the manifest again with those listed, and the
+    build report (this machine's measurements, not listed)."""
+    from .modelcard import render_model_card
+
+    mf.write(staging, manifest)
+    _write_text(os.path.join(staging, "README.md"), render_model_card(mf.load(staging)))
+    _write_text(os.path.join(staging, "LICENSE"), _license_text(manifest["model"]["license"]))
+    _write_text(os.path.join(staging, "NOTICE"), _notice_text(manifest))
+    mf.write(staging, manifest | {"files": manifest["files"] + _text_entries(staging)})
+    _write_text(os.path.join(staging, BUILD_REPORT), json.dumps(gate.summary(), indent=2, sort_keys=True) + "\n")
 
 
 class _Gate:

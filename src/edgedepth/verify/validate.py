@@ -51,21 +51,10 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
     results = []
     for art in artifacts:
         art = art if isinstance(art, formats.Artifact) else formats.open_artifact(art)
-        path, size = art.path, art.size
-        cpu_digests: dict = {}
-        cpu_outputs: dict = {}
-        # Only the backends this format runs on; CPU first: the fallback/precision flags compare with it.
-        order = sorted((b for b in backends if b in art.format.backends), key=lambda b: b != "cpu")
-        for backend in order:
-            row = {"artifact": art.name, "sha256": art.sha256, "backend": backend,
-                   "size": list(size), "status": "ok", "error": None, "flags": [], "metrics": None}
-            g = art.gpu_check() if backend.startswith("gpu") else None
-            if g is not None:
-                row["gpu_adapter"] = g["adapter"]
-                row["gpu_fully_delegated"] = g["fully_delegated"]
-                if g.get("validation_errors"):   # compiled "fully delegated", but a pipeline is invalid: garbage out
-                    row["flags"].append(f"{g['validation_errors']} WebGPU validation errors, first: "
-                                        f"{g['validation_error'][:200]}")
+        cpu: dict = {}              # {image id: output} of the CPU row: the other backends' flags compare with it
+        # Only the backends this format runs on; CPU first.
+        for backend in sorted((b for b in backends if b in art.format.backends), key=lambda b: b != "cpu"):
+            row, g = _new_row(art, backend)
             try:
                 runner = art.open_runner(backend=backend, threads=threads)
             except EdgedepthError as e:
@@ -74,47 +63,75 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
                 if progress:
                     progress(len(items))
                 continue
-            acc, vs_cpu = ParityAccumulator(), ParityAccumulator()
-            identical_to_cpu = 0
-            for it in items:
-                key = (size, it.id)
-                if key not in inputs:       # the model input, and the resized pixels for --input-dtype uint8 files
-                    px = pixels(it.load(), size)
-                    inputs[key] = (normalise(px), px)
-                x, px = inputs[key]
-                ref = refs.get(size, it, x)
-                try:
-                    y = runner.run(px if getattr(runner, "input_dtype", "float32") == "uint8" else x)
-                except (RuntimeError, EdgedepthError) as e:  # a runtime failing mid-run is a result, not a crash
-                    row.update(status="run_failed", error=f"on {it.id}: {' '.join(str(e).split())}")
-                    break
-                if not np.all(np.isfinite(y)):
-                    row["flags"].append(f"non-finite output on {it.id}")
-                acc.add(y, ref)
-                if backend == "cpu":
-                    cpu_digests[it.id] = _digest(y)
-                    cpu_outputs[it.id] = y
-                elif it.id in cpu_outputs:
-                    vs_cpu.add(y, cpu_outputs[it.id])
-                    identical_to_cpu += int(_digest(y) == cpu_digests[it.id])
-                if progress:
-                    progress(1)
-            runner.close()
-            if row["status"] != "ok":
-                results.append(row)
-                continue
-            row["metrics"] = acc.summary()
-            row["per_image_rel_l2"] = {it.id: float(v) for it, v in zip(items, acc.per_image)}
-            if backend != "cpu" and cpu_digests:
-                row["vs_cpu_rel_l2"] = vs_cpu.summary()["pooled_rel_l2"]
-                if backend.startswith("gpu") and identical_to_cpu == len(items):
-                    row["flags"].append("bit-identical to the CPU on every image: probable silent CPU fallback")
-                if backend == "gpu" and row["vs_cpu_rel_l2"] > FP32_SUSPECT_REL_L2:
-                    row["flags"].append(f"enforce_f32 GPU differs from CPU by rel-L2 {row['vs_cpu_rel_l2']:.2e}: "
-                                        "probable reduced-precision compute")
+            try:
+                acc, vs_cpu, identical = _run_items(runner, row, items, art.size, inputs, refs, cpu, progress)
+            finally:
+                runner.close()
+            if row["status"] == "ok":
+                row["metrics"] = acc.summary()
+                row["per_image_rel_l2"] = {it.id: float(v) for it, v in zip(items, acc.per_image)}
+                if backend != "cpu" and cpu:
+                    _flag_against_cpu(row, vs_cpu, identical == len(items))
             results.append(row)
     _mark_fp16_as_fp32(results)
     return results
+
+
+def _new_row(art, backend: str) -> tuple[dict, dict | None]:
+    """A result row before running, and the GPU check of a GPU backend (None otherwise)."""
+    row = {"artifact": art.name, "sha256": art.sha256, "backend": backend,
+           "size": list(art.size), "status": "ok", "error": None, "flags": [], "metrics": None}
+    g = art.gpu_check() if backend.startswith("gpu") else None
+    if g is not None:
+        row["gpu_adapter"] = g["adapter"]
+        row["gpu_fully_delegated"] = g["fully_delegated"]
+        if g.get("validation_errors"):   # compiled "fully delegated", but a pipeline is invalid: garbage out
+            row["flags"].append(f"{g['validation_errors']} WebGPU validation errors, first: "
+                                f"{g['validation_error'][:200]}")
+    return row, g
+
+
+def _run_items(runner, row: dict, items, size, inputs: dict, refs, cpu: dict, progress):
+    """Run every image (inputs cached per size; a uint8-input file gets the resized pixels), accumulating parity
+    against the reference and, for a non-CPU row, against the CPU row's outputs (``cpu``, filled by the CPU row).
+    A runtime failing mid-run sets ``row``'s status (a result, not a crash).  -> (vs reference, vs CPU, bit-identical
+    to the CPU count)."""
+    acc, vs_cpu, identical = ParityAccumulator(), ParityAccumulator(), 0
+    for it in items:
+        key = (size, it.id)
+        if key not in inputs:       # the model input, and the resized pixels for --input-dtype uint8 files
+            px = pixels(it.load(), size)
+            inputs[key] = (normalise(px), px)
+        x, px = inputs[key]
+        ref = refs.get(size, it, x)
+        try:
+            y = runner.run(px if getattr(runner, "input_dtype", "float32") == "uint8" else x)
+        except (RuntimeError, EdgedepthError) as e:
+            row.update(status="run_failed", error=f"on {it.id}: {' '.join(str(e).split())}")
+            break
+        if not np.all(np.isfinite(y)):
+            row["flags"].append(f"non-finite output on {it.id}")
+        acc.add(y, ref)
+        if row["backend"] == "cpu":
+            cpu[it.id] = y
+        elif it.id in cpu:
+            vs_cpu.add(y, cpu[it.id])
+            identical += int(_digest(y) == _digest(cpu[it.id]))
+        if progress:
+            progress(1)
+    return acc, vs_cpu, identical
+
+
+def _flag_against_cpu(row: dict, vs_cpu, all_identical: bool) -> None:
+    """A GPU row bit-identical to the CPU on every image (a silent CPU fallback), or an FP32-enforced GPU row far from
+    it (reduced-precision compute), is flagged."""
+    backend = row["backend"]
+    row["vs_cpu_rel_l2"] = vs_cpu.summary()["pooled_rel_l2"]
+    if backend.startswith("gpu") and all_identical:
+        row["flags"].append("bit-identical to the CPU on every image: probable silent CPU fallback")
+    if backend == "gpu" and row["vs_cpu_rel_l2"] > FP32_SUSPECT_REL_L2:
+        row["flags"].append(f"enforce_f32 GPU differs from CPU by rel-L2 {row['vs_cpu_rel_l2']:.2e}: "
+                            "probable reduced-precision compute")
 
 
 def _mark_fp16_as_fp32(results: list[dict]) -> None:
