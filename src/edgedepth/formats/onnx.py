@@ -107,9 +107,14 @@ def _value_info(v) -> dict:
     return {"name": v.name, "shape": shape, "dtype": _ONNX_DTYPES.get(t.elem_type, str(t.elem_type))}
 
 
-def _check_signature(model, path: str) -> None:
+def _graph_inputs(model) -> list[dict]:
+    """The model's real inputs (graph inputs that are not initializers), as :func:`_value_info` dicts."""
     init = {i.name for i in model.graph.initializer}
-    ins = [_value_info(v) for v in model.graph.input if v.name not in init]
+    return [_value_info(v) for v in model.graph.input if v.name not in init]
+
+
+def _check_signature(model, path: str) -> None:
+    ins = _graph_inputs(model)
     outs = [_value_info(v) for v in model.graph.output]
     if len(ins) != 1 or len(outs) != 1:
         raise EdgedepthError(f"{path!r}: expected 1 input and 1 output, got {len(ins)} and {len(outs)}")
@@ -146,11 +151,10 @@ def describe(path: str) -> dict:
     weights: collections.Counter = collections.Counter()
     for t in model.graph.initializer:
         weights[_ONNX_DTYPES.get(t.data_type, str(t.data_type))] += len(t.raw_data) or 0
-    init = {i.name for i in model.graph.initializer}
     int8 = any(op in hist for op in ("MatMulInteger", "ConvInteger", "DynamicQuantizeLinear"))
     precision = "int8" if int8 else ("fp16" if weights.get("float16", 0) > weights.get("float32", 0) else "fp32")
     opset = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
-    inputs = [_value_info(v) for v in model.graph.input if v.name not in init]
+    inputs = _graph_inputs(model)
     size, dynamic = _size_of(model, inputs, path)
     return {
         "path": path,
@@ -362,8 +366,8 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[i
     if backend not in BACKENDS:
         raise EdgedepthError(f"{path!r}: an .onnx file runs on --backend {', '.join(BACKENDS)} here, not {backend}")
     model = check(path)
-    init = {i.name for i in model.graph.initializer}
-    own, dynamic = _size_of(model, [_value_info(v) for v in model.graph.input if v.name not in init], path)
+    inputs = _graph_inputs(model)
+    own, dynamic = _size_of(model, inputs, path)
     if size is not None and tuple(size) != tuple(own) and not dynamic:
         raise EdgedepthError(f"{path!r} takes {own[0]}x{own[1]} only, not {size[0]}x{size[1]} (a fixed-size file; "
                              "export --dynamic-size writes one for any size)")
@@ -376,8 +380,7 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[i
         return OpenVINORunner(path, threads=threads, size=hw)
     from ..runtimes.onnxruntime import OrtRunner
 
-    shape = _value_info(next(v for v in model.graph.input if v.name not in init))["shape"]
-    free = {d: v for d, v in zip(shape[2:], hw) if isinstance(d, str)} if dynamic else None
+    free = {d: v for d, v in zip(inputs[0]["shape"][2:], hw) if isinstance(d, str)} if dynamic else None
     return OrtRunner(path, threads=threads, size=hw, free_dims=free)
 
 
