@@ -44,6 +44,9 @@ from edgedepth.preprocess import parse_size, preprocess  # noqa: E402
 from edgedepth.verify.bench import environment, summarise  # noqa: E402
 
 VARIANTS = ("eager-fp32", "eager-tf32", "eager-fp16-autocast", "compile-cudagraphs-fp16")
+# Diagnosis arms (issue 30: the published CUDA-graph row was ~3x a separate script's wall clock), at --diag-size only:
+# the same compiled graph under no_grad instead of inference_mode, and inductor without CUDA graphs.
+DIAG_VARIANTS = ("compile-cudagraphs-fp16-nograd", "compile-nocudagraphs-fp16")
 
 
 def set_tf32(on: bool) -> None:
@@ -54,34 +57,71 @@ def set_tf32(on: bool) -> None:
 def make_variant(name: str, module, device: str):
     """-> (tf32 flag, zero-arg callable on the input bound later).  Compilation happens lazily on first call."""
     fp16 = "fp16" in name
-    fn = torch.compile(module, mode="reduce-overhead", dynamic=False) if name.startswith("compile") else module
-    graphs = name.startswith("compile") and device == "cuda"
+    graphs = name.startswith("compile-cudagraphs")
+    fn = (torch.compile(module, mode="reduce-overhead" if graphs else "default", dynamic=False)
+          if name.startswith("compile") else module)
+    graphs = graphs and device == "cuda"
+    grad_off = torch.no_grad if name.endswith("-nograd") else torch.inference_mode
 
     def call(x):
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        with torch.inference_mode(), torch.autocast(device, dtype=torch.float16, enabled=fp16):
+        with grad_off(), torch.autocast(device, dtype=torch.float16, enabled=fp16):
             return fn(x)
     return name == "eager-tf32", call
 
 
 class Timer:
-    """CUDA events on the GPU (per call, synchronised), perf_counter on the CPU."""
+    """Two timers per call, synchronised per call: ``(events_ms, wall_ms)`` = CUDA events recorded around the call
+    on the current stream, and the host's perf_counter from before the call until the device has finished it (on
+    the CPU both are perf_counter).  ``throughput`` = wall time of ``n`` calls synchronised once, divided by ``n``."""
 
     def __init__(self, device):
         self.cuda = device == "cuda"
 
-    def __call__(self, call, x) -> float:
+    def __call__(self, call, x) -> tuple[float, float]:
         if not self.cuda:
             t0 = time.perf_counter()
             call(x)
-            return (time.perf_counter() - t0) * 1e3
+            ms = (time.perf_counter() - t0) * 1e3
+            return ms, ms
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
         a.record()
         call(x)
         b.record()
         b.synchronize()
-        return a.elapsed_time(b)
+        return a.elapsed_time(b), (time.perf_counter() - t0) * 1e3
+
+    def throughput(self, call, x, n: int) -> float:
+        sync("cuda" if self.cuda else "cpu")
+        t0 = time.perf_counter()
+        for _ in range(n):
+            call(x)
+        sync("cuda" if self.cuda else "cpu")
+        return (time.perf_counter() - t0) * 1e3 / n
+
+
+def _timed(timer, call, x, n: int) -> tuple[list, list]:
+    t = [timer(call, x) for _ in range(n)]
+    return [e for e, _ in t], [w for _, w in t]
+
+
+def _both(events: list, wall: list) -> dict:
+    """summarise() of the CUDA-event times (the row's median_ms, as before) plus the wall-clock medians beside it."""
+    w = summarise(wall)
+    return {**summarise(events), "wall_median_ms": w["median_ms"], "wall_p25_ms": w["p25_ms"],
+            "wall_p75_ms": w["p75_ms"], "events_over_wall": float(np.median(events) / np.median(wall))}
+
+
+def _counters() -> dict:
+    """torch._dynamo's counters that explain a slow compiled call: CUDA-graph skips, recompiles, graph breaks."""
+    try:
+        from torch._dynamo.utils import counters
+    except Exception:  # noqa: BLE001
+        return {}
+    return {k: dict(v) for k, v in counters.items() if k in ("inductor", "stats", "graph_break", "recompiles") and v}
 
 
 def rel_l2(y: torch.Tensor, ref: torch.Tensor) -> dict:
@@ -120,7 +160,17 @@ def run_size(size, x_np, module, ref_module, device, names, a) -> dict:
             out["variants"][n] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]}
             traceback.print_exc()
         print(size, n, out["variants"][n], flush=True)
+    for n, (tf32, call) in live.items():      # solo, before any interleaving: each variant alone, both timers
+        set_tf32(tf32)
+        for _ in range(a.warmup):
+            call(x)
+        ev, wl = _timed(timer, call, x, a.iters)
+        out["variants"][n]["solo"] = {**_both(ev, wl), "throughput_ms": timer.throughput(call, x, 100)}
+        print(size, n, "solo", {k: round(v, 3) for k, v in out["variants"][n]["solo"].items()
+                                if k in ("median_ms", "wall_median_ms", "throughput_ms")}, flush=True)
+    out["counters_after_solo"] = _counters()
     times = {n: [] for n in live}
+    walls = {n: [] for n in live}
     rmed = {n: [] for n in live}
     order = list(live)
     for r in range(a.rounds):
@@ -131,15 +181,20 @@ def run_size(size, x_np, module, ref_module, device, names, a) -> dict:
                 for _ in range(a.warmup):
                     call(x)
                 sync(device)
-                t = [timer(call, x) for _ in range(a.iters)]
+                t, w = _timed(timer, call, x, a.iters)
             except Exception as e:  # noqa: BLE001
                 out["variants"][n]["error"] = f"round {r}: {type(e).__name__}: {e}"[:500]
                 continue
             times[n] += t
+            walls[n] += w
             rmed[n].append(float(np.median(t)))
     for n in live:
         if times[n]:
-            out["variants"][n].update(summarise(times[n]), round_medians_ms=rmed[n])
+            out["variants"][n].update(_both(times[n], walls[n]), round_medians_ms=rmed[n])
+            tf32, call = live[n]
+            set_tf32(tf32)
+            out["variants"][n]["throughput_ms"] = timer.throughput(call, x, 100)
+    out["counters_after_rounds"] = _counters()
     io, y_dev = [], torch.zeros(ref.shape, device=device)
     for _ in range(20):      # host side of an app: pageable input H2D + output D2H (1 x H x W float32)
         t0 = time.perf_counter()
@@ -175,6 +230,7 @@ def main() -> None:
     ap.add_argument("--model", default="synthetic")
     ap.add_argument("--size", action="append", help="HxW, repeatable (default 518x686, 224x224, 392x518)")
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--diag-size", default="518x686", help="size that also runs the diagnosis arms (none: '')")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--iters", type=int, default=60)
@@ -184,8 +240,9 @@ def main() -> None:
     a = ap.parse_args()
     sizes = [parse_size(s) for s in (a.size or ["518x686", "224x224", "392x518"])]
     names = [n for n in a.variants.split(",") if n]
-    if set(names) - set(VARIANTS):
-        ap.error(f"unknown variants {sorted(set(names) - set(VARIANTS))}; choose from {', '.join(VARIANTS)}")
+    if set(names) - set(VARIANTS + DIAG_VARIANTS):
+        ap.error(f"unknown variants {sorted(set(names) - set(VARIANTS + DIAG_VARIANTS))}; choose from "
+                 f"{', '.join(VARIANTS + DIAG_VARIANTS)}")
     torch.manual_seed(0)
     ckpt = load_checkpoint(a.model, quiet=True)
     module = DepthModule(ckpt.model).eval()
@@ -198,23 +255,29 @@ def main() -> None:
               "input": {"image": item.id, "item_sha256": image_set_hash([item])},
               "method": {"rounds": a.rounds, "warmup": a.warmup, "iters": a.iters, "interleaved": True,
                          "order_rotated_per_round": True, "device": a.device,
-                         "timed": ("forward on a device-resident input, " + ("CUDA events" if a.device == "cuda" else
-                                   "perf_counter") + ", synchronised per call; compile and host copies excluded "
-                                   "(host_io_ms: pageable input H2D + output D2H, timed apart)"),
+                         "timed": ("forward on a device-resident input, two timers per call, synchronised per "
+                                   "call: CUDA events around the call (median_ms) and the host wall clock from "
+                                   "before the call until the device finished it (wall_median_ms); throughput_ms = "
+                                   "wall time of 100 calls synchronised once / 100; 'solo' = each variant alone "
+                                   "before the interleaved rounds; compile and host copies excluded (host_io_ms: "
+                                   "pageable input H2D + output D2H, timed apart)"),
                          "reference": "float64 CPU forward of the same model on the same input"},
               "sizes": {}}
     module.to(a.device)
     for size in sizes:
         key = f"{size[0]}x{size[1]}"
         t0 = time.perf_counter()
-        report["sizes"][key] = run_size(key, preprocess(img, size), module, ref_module, a.device, names, a)
+        arms = names + [d for d in DIAG_VARIANTS if key == a.diag_size and d not in names]
+        report["sizes"][key] = run_size(key, preprocess(img, size), module, ref_module, a.device, arms, a)
         report["sizes"][key]["wall_s"] = time.perf_counter() - t0
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         with open(a.out, "w") as f:      # written after every size: a later failure keeps what was measured
             json.dump(report, f, indent=1)
     for key, s in report["sizes"].items():
         for n, v in s["variants"].items():
-            print(f"{key:>8} {n:<26} " + (f"median {v['median_ms']:8.3f} ms  rel-L2 {v['rel_l2_vs_float64']:.2e}"
+            print(f"{key:>8} {n:<32} " + (f"events {v['median_ms']:8.3f} wall {v['wall_median_ms']:8.3f} "
+                                           f"x100 {v['throughput_ms']:8.3f} solo {v['solo']['median_ms']:8.3f}/"
+                                           f"{v['solo']['wall_median_ms']:8.3f} ms  rel-L2 {v['rel_l2_vs_float64']:.2e}"
                                            if "median_ms" in v else f"ERROR {v.get('error')}"))
     print("wrote", a.out)
 

@@ -13,6 +13,7 @@ from md_browser import section_playground
 from md_common import R, load
 from md_family import section_family, summary_lines as family_summary
 from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
+from md_gpu_truth import section_gpu_limit, section_gpu_options
 from md_hostile import section_hostile
 from md_onnx import section_onnx_dynamic, summary_lines as onnx_summary
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
@@ -471,6 +472,8 @@ def main():
     section_h200(L)
     section_fp16(L)
     section_gpu_reference(L)
+    section_gpu_limit(L)
+    section_gpu_options(L)
     gpu_plot()
     section_gpu_attribution(L)
     ladder_plot()

@@ -18,6 +18,15 @@ from . import FileRunner, native_log_captured
 BACKENDS = ("cpu", "gpu", "gpu-fp16")
 SIGNATURE = "serving_default"
 
+# LiteRT GpuOptions flags edgedepth sets on every GPU compile, chosen by measurement (benchmarks/gpu_options.py,
+# benchmarks/results/gpu_options.json: one interleaved run of every flag on the release's GPU-facing files, H200):
+# allow_src_quantized_fc_conv_ops made the INT8 file 9 % faster (its FC/conv read int8 weights on the GPU) and left
+# the float files alone; every other flag was within noise or slower (benchmark_mode +7 %).
+GPU_OPTIONS: dict = {"allow_src_quantized_fc_conv_ops": True}
+# Flags refused, with the reason: a measured crash must never be one keyword away.
+GPU_OPTIONS_REFUSED = {"constant_tensor_sharing": "crashes the process (segmentation fault) in ai-edge-litert 2.3.0 "
+                                                  "on SwiftShader and the H200 (tests/test_gpu_options.py)"}
+
 
 _RE_NATIVE_ERROR = re.compile(r"^(?:ERROR: \[[^\]]*\]|E\d{4} [^\]]*\])\s*(\S.*)$")
 
@@ -27,7 +36,23 @@ def _native_errors(lines: list[str]) -> list[str]:
     return [m.group(1).strip() for m in map(_RE_NATIVE_ERROR.match, lines) if m]
 
 
-def _options(backend: str, threads: int):
+def _gpu_flags(extra: dict | None) -> dict:
+    """GPU_OPTIONS updated with ``extra`` (GpuOptions keyword -> bool); a refused or unknown flag is a one-line error."""
+    import inspect
+
+    from ai_edge_litert.options import GpuOptions
+
+    known = set(inspect.signature(GpuOptions).parameters) - {"enforce_f32"}
+    flags = {**GPU_OPTIONS, **(extra or {})}
+    for k in flags:
+        if k in GPU_OPTIONS_REFUSED:
+            raise EdgedepthError(f"GPU option {k!r} refused: {GPU_OPTIONS_REFUSED[k]}")
+        if k not in known:
+            raise EdgedepthError(f"unknown GPU option {k!r} (choose from {', '.join(sorted(known))})")
+    return flags
+
+
+def _options(backend: str, threads: int, gpu_options: dict | None = None):
     from ai_edge_litert.hardware_accelerator import HardwareAccelerator as HA
     from ai_edge_litert.options import CpuOptions, GpuOptions, Options
 
@@ -37,7 +62,8 @@ def _options(backend: str, threads: int):
         from .vulkan import ensure_vulkan_env
 
         ensure_vulkan_env()
-        return Options(hardware_accelerators=HA.GPU, gpu_options=GpuOptions(enforce_f32=(backend == "gpu")))
+        return Options(hardware_accelerators=HA.GPU,
+                       gpu_options=GpuOptions(enforce_f32=(backend == "gpu"), **_gpu_flags(gpu_options)))
     raise EdgedepthError(f"unknown LiteRT backend {backend!r} (choose from {', '.join(BACKENDS)})")
 
 
@@ -47,7 +73,8 @@ class LiteRTRunner(FileRunner):
     The file is not checked here: open it through ``edgedepth.formats`` (``open_runner``) for one-line errors on a
     missing/corrupt/truncated file."""
 
-    def __init__(self, path: str, backend: str = "cpu", threads: int = 2):
+    def __init__(self, path: str, backend: str = "cpu", threads: int = 2, gpu_options: dict | None = None):
+        """``gpu_options``: GpuOptions flags on top of ``GPU_OPTIONS`` (GPU backends only)."""
         from ai_edge_litert.compiled_model import CompiledModel
 
         self.path, self.backend, self.threads = path, backend, threads
@@ -55,7 +82,7 @@ class LiteRTRunner(FileRunner):
         log: list[str] = []
         try:
             with native_log_captured(log):
-                self._cm = CompiledModel.from_file(path, options=_options(backend, threads))
+                self._cm = CompiledModel.from_file(path, options=_options(backend, threads, gpu_options))
         except RuntimeError as e:
             msg = re.sub(r"^(?:ERROR: \[[^\]]*\]\s*(?:└\s*)?)+", "", " ".join(str(e).split()))
             reasons = [r for r in dict.fromkeys(_native_errors(log)) if r not in msg]   # what LiteRT logged

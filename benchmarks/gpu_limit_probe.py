@@ -1,0 +1,101 @@
+"""Where the compiled CUDA-graph row's time goes (issue 30): a torch.profiler kernel table of one compiled FP16-autocast
+call of the synthetic DA-V2-Small at 518x686 on the H200, next to the same graph with FP16 weights (``.half()``, no
+autocast) and with ``mode="max-autotune-no-cudagraphs"`` off.  Runs ON the device (see gpu_truth_device.sh ``probe``);
+writes $OUT/gpu_limit_probe.json.  Both timers (CUDA events, synchronised wall clock) per call, 20 warm-ups + 50 calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+from edgedepth.checkpoint import DepthModule, load_checkpoint  # noqa: E402
+
+
+def timed(call, x, n=50, warm=20) -> dict:
+    for _ in range(warm):
+        call(x)
+    torch.cuda.synchronize()
+    ev, wl = [], []
+    for _ in range(n):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        a.record()
+        call(x)
+        b.record()
+        b.synchronize()
+        wl.append((time.perf_counter() - t0) * 1e3)
+        ev.append(a.elapsed_time(b))
+    return {"events_median_ms": float(np.median(ev)), "wall_median_ms": float(np.median(wl))}
+
+
+def kernels(call, x, top=25) -> list:
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(5):
+        call(x)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        for _ in range(5):
+            call(x)
+        torch.cuda.synchronize()
+    rows = sorted(p.key_averages(), key=lambda e: -getattr(e, "device_time_total", getattr(e, "cuda_time_total", 0)))
+    out = []
+    for e in rows[:top]:
+        t = getattr(e, "device_time_total", getattr(e, "cuda_time_total", 0))
+        out.append({"name": e.key[:160], "calls_per_forward": e.count / 5, "ms_per_forward": t / 5 / 1e3})
+    return out
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    ckpt = load_checkpoint("synthetic", quiet=True)
+    m = DepthModule(ckpt.model).eval().cuda()
+    x = torch.randn(1, 3, 518, 686, device="cuda")
+    rep = {"kind": "edgedepth.gpu_limit_probe", "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
+           "attn": [ckpt.model.config._attn_implementation,
+                    getattr(ckpt.model.config.backbone_config, "_attn_implementation", None)]}
+
+    def graphs(fn):
+        def call(x):
+            torch.compiler.cudagraph_mark_step_begin()
+            return fn(x)
+        return call
+
+    c16 = torch.compile(m, mode="reduce-overhead", dynamic=False)
+
+    def autocast_call(x):
+        with torch.inference_mode(), torch.autocast("cuda", dtype=torch.float16):
+            return c16(x)
+    ac = graphs(autocast_call)
+    rep["autocast_compiled"] = timed(ac, x)
+    print("autocast compiled", rep["autocast_compiled"], flush=True)
+    rep["autocast_compiled_kernels"] = kernels(ac, x)
+    for k in rep["autocast_compiled_kernels"][:12]:
+        print(f"  {k['ms_per_forward']:7.3f} ms  x{k['calls_per_forward']:5.0f}  {k['name'][:110]}", flush=True)
+    mh = DepthModule(load_checkpoint("synthetic", quiet=True).model).eval().cuda().half()
+    ch = torch.compile(mh, mode="reduce-overhead", dynamic=False)
+
+    def half_call(x):
+        with torch.inference_mode():
+            return ch(x)
+    hc = graphs(half_call)
+    xh = x.half()
+    rep["half_compiled"] = timed(hc, xh)
+    print("half compiled", rep["half_compiled"], flush=True)
+    rep["half_compiled_kernels"] = kernels(hc, xh)
+    for k in rep["half_compiled_kernels"][:12]:
+        print(f"  {k['ms_per_forward']:7.3f} ms  x{k['calls_per_forward']:5.0f}  {k['name'][:110]}", flush=True)
+    with open(os.path.join(os.environ.get("OUT", "/tmp"), "gpu_limit_probe.json"), "w") as f:
+        json.dump(rep, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
