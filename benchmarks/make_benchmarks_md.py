@@ -13,7 +13,8 @@ from md_browser import section_playground
 from md_common import R, load
 from md_family import section_family, summary_lines as family_summary
 from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
-from md_gpu_truth import section_gpu_limit, section_gpu_options
+from md_gpu_truth import (section_browser_h200, section_cpu_int8_xeon, section_gpu_limit, section_gpu_options,
+                          summary_lines as truth_summary)
 from md_hostile import section_hostile
 from md_onnx import section_onnx_dynamic, summary_lines as onnx_summary
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
@@ -419,6 +420,7 @@ def readme_summary() -> list[str]:
                  f"graph of {'/'.join(map(str, ops))} ops, `benchmarks/h200_run.py`): " + "; ".join(
             f"{n} {s['median_ms']:.1f} ms" for n, s in h["bench"]["variants"].items()) + ".")
     S += gpu_summary()
+    S += truth_summary()
     S += ladder_summary()
     S += family_summary()
     S += peer_summary()
@@ -485,6 +487,8 @@ def main():
     section_onnx_dynamic(L)
     section_tjs_preprocessing(L)
     section_playground(L)
+    section_browser_h200(L)
+    section_cpu_int8_xeon(L)
     for extra in sorted(f for f in os.listdir(R) if f.startswith("extra_") and f.endswith(".md")):
         L += [open(os.path.join(R, extra)).read(), ""]
     with open(OUT, "w") as f:

@@ -88,3 +88,98 @@ def section_gpu_limit(L) -> None:
               + "; ".join(f"{k['name'][:60]} {k['ms_per_forward']:.2f} ms" for k in p["autocast_compiled_kernels"][:5])
               + "."]
     L.append("")
+
+
+def section_browser_h200(L) -> None:
+    """The playground in headless Chromium on the H200's real GPU (benchmarks/browser_device.sh)."""
+    p, w, d = load("playground_webgpu_h200.json"), load("webcam_fps_webgpu_h200.json"), load("webgpu_diagnosis_h200.json")
+    if not p:
+        return
+    b = p["browser"]
+    chosen = (d or {}).get("chosen")
+    page = ((d or {}).get("candidates", {}).get(chosen) or {}).get("page", {})
+    feats = page.get("adapter", {}).get("features", [])
+    L += ["## Browser: the playground on a real GPU (H200, headless Chromium, WebGPU over Vulkan)", "",
+          f"`benchmarks/browser_device.sh` carried Debian's chromium-headless-shell {b['chromium']} with its libraries, "
+          "Playwright and the release files to the H200 machine in 60 MiB parts; `edgedepth serve` on loopback there. "
+          f"Adapter the page reports: **{page.get('adapter', {}).get('info', {}).get('vendor')}** "
+          f"(isFallbackAdapter false; WebGL renderer `{page.get('webglRenderer')}`), with launch flags "
+          f"`{' '.join((d or {}).get('chosen_args') or [])}` (`benchmarks/webgpu_diagnose.py` tried four flag sets; without "
+          "`--enable-gpu` the headless shell uses SwiftShader). `shader-f16` is "
+          f"{'offered' if 'shader-f16' in feats else '**not** offered'} by that adapter. {p['method']}.", "",
+          "| variant | file | median ms | IQR ms | write / run / read ms | rel-L2 |", "|---|---|---|---|---|---|"]
+    for v in b["variants"].values():
+        sp = v.get("split_median_ms") or {}
+        split = " / ".join(f"{sp[k]:.1f}" for k in ("write", "run", "read") if k in sp) or "–"
+        rel = (f"{v['rel_l2_vs_reference']:.1e} vs {v['reference']}" if v.get("rel_l2_vs_reference") is not None
+               else "–")
+        med = f"{v['median_ms']:.1f}" if v.get("median_ms") else f"**did not run on WebGPU**: {v.get('backend_reason')}"
+        iqr = f"{v['p25_ms']:.1f}–{v['p75_ms']:.1f}" if v.get("p25_ms") else ""
+        L.append(f"| {v['label']} | `{v['file']}` | {med} | {iqr} | {split} | {rel} |")
+    for c in b.get("comparisons", []):
+        L.append(f"- {c['what']}: rel-L2 {c['rel_l2']:.2e}" +
+                 (f", time ratio {c['ratio_median_a_over_b']:.2f}" if c.get("ratio_median_a_over_b") else ""))
+    v = b["variants"]
+    lj, ow = v.get("litertjs-webgpu:fp16", {}), v.get("ortweb-webgpu:fp32", {})
+    cmp_ = load("gpu_options_compare.json")
+    if lj.get("median_ms") and ow.get("median_ms"):
+        sp = lj.get("split_median_ms") or {}
+        native = [s["median_ms"] for n, s in (cmp_ or {}).get("bench", {}).get("variants", {}).items()
+                  if n.endswith("| fp32 | none")]
+        L.append(f"- Reading: LiteRT.js on the default (WebGPU) file takes {lj['median_ms'] / ow['median_ms']:.2f}× "
+                 "ORT-web WebGPU's FP32 call" + (f"; {sp['read'] / lj['median_ms']:.0%} of its call is the read-back "
+                 "(`toTypedArray` waits for the GPU to finish, so 'read' holds the GPU work too; 'run' only queues it)"
+                 if sp.get("read") else "") + (f"; Python LiteRT on the same GPU (FP32 enforced, same file's seeded "
+                 f"twin, another device call) took {native[0]:.1f} ms, so the browser costs {lj['median_ms'] / native[0]:.1f}× "
+                 "native" if native else "") + ".")
+    if w:
+        L += ["", f"Webcam mode (`benchmarks/webcam_fps.py --backend webgpu`): {w['method']}.", "",
+              "| variant | file | frames/s | frame ms | model ms | preprocessing ms | other ms |", "|---|---|---|---|---|---|---|"]
+        for n, v in w["variants"].items():
+            L.append(f"| {n} | `{v['file']}` | {v['fps']:.1f} | {v['frame_ms_median']:.0f} | {v['model_ms_median']:.0f} | "
+                     f"{v['preprocess_ms_median']:.0f} | {v['other_ms_median']:.0f} |")
+    L.append("")
+
+
+def section_cpu_int8_xeon(L) -> None:
+    x, here = load("cpu_int8_xeon.json"), load("openvino_int8_prepare.json")
+    if not x:
+        return
+    L += ["## CPU: OpenVINO INT8 (NNCF) and BF16 on the H200 host's Xeon", "",
+          f"Status: **{x['status']}**. {x['why_no_latency']}. Next: {x['next']}.", "",
+          f"OpenVINO there: capabilities {', '.join(x['openvino_cpu']['OPTIMIZATION_CAPABILITIES'])}; default "
+          f"inference precision {x['openvino_cpu']['default_INFERENCE_PRECISION_HINT']} (BF16 native: "
+          f"{x['openvino_cpu']['bf16_native']}). Parity there ({x['parity_what']}): " +
+          ", ".join(f"{k} {v:.2e}" for k, v in x["parity_vs_float64_there"].items()) + "."]
+    if here:
+        rows = here["parity"]["rows"]
+        L.append(f"Here ({here['parity']['metric']}, {len(here['parity']['images'])} held-out views, vs "
+                 f"{here['parity']['reference']}): " +
+                 ", ".join(f"{k} {v['vs_float64']['pooled_rel_l2']:.2e}" for k, v in rows.items()) + ".")
+    L.append("")
+
+
+def summary_lines() -> list[str]:
+    """README headline lines for issue 30, from the same JSON."""
+    S = []
+    g, ref = load("gpu_options.json"), load("gpu_reference.json")
+    if g:
+        ch = g["choice"]
+        S.append(f"- LiteRT GPU options (H200, one interleaved run of every flag on the 518×686 files, correctness vs "
+                 f"CPU): edgedepth sets `{ch['chosen']}` "
+                 f"({ch['scores'][ch['chosen']]['geomean_ratio_to_none']:.3f}× the no-flag time, geometric mean of six "
+                 "file × precision pairs); `constant_tensor_sharing` crashes LiteRT 2.3.0 and is refused.")
+    if ref and "wall_median_ms" in ref["sizes"]["518x686"]["variants"].get("compile-cudagraphs-fp16", {}):
+        c = ref["sizes"]["518x686"]["variants"]["compile-cudagraphs-fp16"]
+        S.append(f"- PyTorch CUDA limit on the H200 (518×686, torch.compile CUDA graphs, FP16 autocast): "
+                 f"{c['median_ms']:.2f} ms by CUDA events, {c['wall_median_ms']:.2f} ms by the synchronised wall clock "
+                 f"({c['throughput_ms']:.2f} ms a call over 100 calls synchronised once).")
+    p, w = load("playground_webgpu_h200.json"), load("webcam_fps_webgpu_h200.json")
+    if p and w:
+        v = p["browser"]["variants"]
+        S.append(f"- Playground on the H200's real GPU (headless Chromium, WebGPU over Vulkan): LiteRT.js "
+                 f"{v['litertjs-webgpu:fp16']['median_ms']:.1f} ms a call on the default file vs ORT-web "
+                 f"{v['ortweb-webgpu:fp32']['median_ms']:.1f} ms; webcam mode "
+                 f"{w['variants']['litertjs:518x686']['fps']:.1f} frames/s at 518×686, "
+                 f"{w['variants']['litertjs:224x224']['fps']:.1f} at 224×224.")
+    return S

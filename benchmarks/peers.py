@@ -74,12 +74,13 @@ def export(d: str, targets=("litert", "executorch", "onnx")) -> None:
                   f"({time.time() - t0:.0f} s)", flush=True)
 
 
-def prepare_twins(d: str, twins: str) -> None:
-    """Here: LiteRT timing twins of the four .tflite files in ``d`` (edgedepth.transport), gzipped, into ``twins``."""
+def prepare_twins(d: str, twins: str, kinds=("", "_plain")) -> None:
+    """Here: LiteRT timing twins of the .tflite files in ``d`` (edgedepth.transport), gzipped, into ``twins``;
+    ``kinds``: "" the edgedepth files, "_plain" the plain conversions."""
     from edgedepth import transport
 
     os.makedirs(twins, exist_ok=True)
-    for kind in ("", "_plain"):
+    for kind in kinds:
         fp32, int8 = (os.path.join(d, f"{P}_{p}{kind}.tflite") for p in ("fp32", "int8"))
         transport.strip(fp32, os.path.join(twins, os.path.basename(fp32) + ".stripped"))
         zeroed = os.path.join(twins, "zeroed.tflite")
@@ -89,13 +90,13 @@ def prepare_twins(d: str, twins: str) -> None:
         os.remove(zeroed)
 
 
-def materialise_twins(twins: str, d: str) -> list[str]:
+def materialise_twins(twins: str, d: str, kinds=("", "_plain")) -> list[str]:
     """There: refill the INT8 twins (seeded) and rebuild the FP32 files from them, under the normal names in ``d``."""
     from edgedepth import transport
 
     os.makedirs(d, exist_ok=True)
     made = []
-    for kind in ("", "_plain"):
+    for kind in kinds:
         fp32, int8 = (os.path.join(d, f"{P}_{p}{kind}.tflite") for p in ("fp32", "int8"))
         zeroed = int8 + ".zeroed"
         with gzip.open(os.path.join(twins, os.path.basename(int8) + ".zeroed.gz"), "rb") as src, open(zeroed, "wb") as dst:
@@ -105,6 +106,67 @@ def materialise_twins(twins: str, d: str) -> list[str]:
         transport.rebuild(os.path.join(twins, os.path.basename(fp32) + ".stripped"), int8, fp32)
         made += [os.path.basename(fp32), os.path.basename(int8)]
     return made
+
+
+# What the lent machine lacks (Python 3.12, no registry): wheels fetched here, the two runtimes slimmed to CPU only.
+SITE_WHEELS = {"openvino": "openvino==2026.4.1", "litert": "ai-edge-litert==2.3.0"}
+SITE_PLAIN_WHEELS = ("transformers==5.24.0", "backports.strenum==1.2.8")   # installed there with pip --no-index
+_SITE_DROP = {   # wheel members left out (regular expressions on the path inside the wheel)
+    "openvino": [r"openvino/libs/libopenvino_intel_(gpu|npu)_plugin\.so", r"openvino/libs/cache\.json",
+                 r"openvino/libs/libopenvino_(auto|auto_batch|hetero)_plugin\.so", r"openvino/libs/libopenvino_c\.so",
+                 r"openvino/libs/libopenvino_(tensorflow|tensorflow_lite|paddle|pytorch|jax|gguf)_frontend\.so",
+                 r"openvino/frontend/(tensorflow|paddle|pytorch|jax)/", r"openvino/(include|cmake|tools)/"],
+    "litert": [r"ai_edge_litert/libLiteRtWebGpuAccelerator\.so", r"ai_edge_litert/(vendors|aot|tools)/"],
+}
+
+
+def prepare_site(dest: str, py: str = "312") -> dict:
+    """Here: ``dest``/ov_slim.tar.xz (OpenVINO: CPU plugin, ONNX and IR frontends), ``dest``/litert_slim.tar.xz
+    (ai-edge-litert: CPU only), ``dest``/whl/ (transformers, backports.strenum) for CPython ``py`` on manylinux x86-64,
+    and ``dest``/images/ (the default image set's photos).  Unpacked there into one folder on PYTHONPATH."""
+    import re
+    import subprocess
+    import tarfile
+    import tempfile
+    import zipfile
+
+    from edgedepth.images import source_files
+
+    whl = os.path.join(dest, "whl")
+    os.makedirs(whl, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+                        "--only-binary=:all:", "--python-version", py, "--implementation", "cp",
+                        *[a for p in ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+                                      "manylinux2014_x86_64") for a in ("--platform", p)],
+                        "-d", tmp, *SITE_WHEELS.values(), *SITE_PLAIN_WHEELS], check=True)
+        sizes = {}
+        for key, spec in SITE_WHEELS.items():
+            name = spec.split("==")[0].replace("-", "_")
+            (wheel,) = [f for f in os.listdir(tmp) if f.startswith(name + "-")]
+            drop = re.compile("|".join(f"^{d}" for d in _SITE_DROP[key]))
+            tar_path = os.path.join(dest, f"{'ov' if key == 'openvino' else key}_slim.tar.xz")
+            with zipfile.ZipFile(os.path.join(tmp, wheel)) as z, tarfile.open(tar_path + ".part", "w:xz") as t:
+                for m in sorted(z.infolist(), key=lambda m: m.filename):
+                    if m.is_dir() or drop.search(m.filename):
+                        continue
+                    ti = tarfile.TarInfo(m.filename)
+                    ti.size, ti.mode, ti.mtime = m.file_size, 0o755 if m.filename.endswith(".so") or ".so." in \
+                        m.filename else 0o644, 0
+                    with z.open(m) as src:
+                        t.addfile(ti, src)
+            os.replace(tar_path + ".part", tar_path)
+            sizes[os.path.basename(tar_path)] = os.path.getsize(tar_path)
+        for f in os.listdir(tmp):
+            if not any(f.startswith(spec.split("==")[0].replace("-", "_") + "-") for spec in SITE_WHEELS.values()):
+                shutil.copy(os.path.join(tmp, f), whl)
+                sizes[f"whl/{f}"] = os.path.getsize(os.path.join(whl, f))
+    img = os.path.join(dest, "images")
+    os.makedirs(img, exist_ok=True)
+    for p in source_files():
+        shutil.copy(p, img)
+    sizes["images/"] = sum(os.path.getsize(os.path.join(img, f)) for f in os.listdir(img))
+    return sizes
 
 
 def _one_line(e: BaseException) -> str:
@@ -234,7 +296,7 @@ def print_table(report: dict) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("step", choices=["export", "export-onnx", "prepare-twins", "run"])
+    ap.add_argument("step", choices=["export", "export-onnx", "prepare-twins", "prepare-site", "run"])
     ap.add_argument("--dir", default=os.path.join(ROOT, "out", "peers"))
     ap.add_argument("--twins", default=None, help="prepare-twins: write here; run: materialise LiteRT twins from here")
     ap.add_argument("--tag", default="local")
@@ -246,11 +308,14 @@ def main() -> None:
     ap.add_argument("--only", default=None, help="comma-separated row keys")
     ap.add_argument("--images-root", default=None, help="a flat folder of the default set's photos (no scikit-image)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--py", default="312", help="prepare-site: the CPython version of the wheels (the device's: 312)")
     a = ap.parse_args()
     if a.step == "export":
         export(a.dir)
     elif a.step == "export-onnx":
         export(a.dir, ("onnx",))
+    elif a.step == "prepare-site":
+        print(json.dumps(prepare_site(a.dir, a.py), indent=1))
     elif a.step == "prepare-twins":
         prepare_twins(a.dir, a.twins or os.path.join(ROOT, ".dev", "peers"))
     else:

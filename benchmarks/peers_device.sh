@@ -3,28 +3,56 @@
 #   .venv/bin/python benchmarks/peers.py export && benchmarks/peers_device.sh prepare   # fills .dev/peers (~50 MiB)
 # then one device call with carry [".dev"]:  bash benchmarks/peers_device.sh run      # JSON lands in $OUT
 # What travels: LiteRT timing twins (benchmarks/peers.py prepare-twins), slimmed ai-edge-litert 2.3.0 (CPU only: the
-# WebGPU accelerator and vendor plugins removed) and OpenVINO 2026.4.1 (CPU plugin + ONNX frontend only) for cp312,
-# transformers 5.24.0 (the device has 5.17), the default image set's photos.  The .onnx files are exported there
-# from the same synthetic checkpoint (same state-dict SHA-256 on both CPUs) with that machine's torch.
+# WebGPU accelerator and vendor plugins removed) and OpenVINO 2026.4.1 (CPU plugin + ONNX and IR frontends only) for
+# cp312, transformers 5.24.0 (the device has 5.17), the default image set's photos (peers.py prepare-site).  The .onnx
+# files are exported there from the same synthetic checkpoint (same state-dict SHA-256 on both CPUs) with that
+# machine's torch.
+#
+# OpenVINO INT8 / BF16 vs LiteRT (benchmarks/openvino_int8.py, issue 30 part 4).  Here:
+#   .venv/bin/python benchmarks/peers.py prepare-site --dir .dev/peers     # ~44 MB: runtimes, transformers, photos
+#   .venv/bin/python benchmarks/openvino_int8.py prepare                   # ~25 MB: .dev/ovint8 (INT8 IR, twins)
+# Both together pass 64 MiB, so two device calls while the machine stays warm (ignored paths already there are kept):
+#   carry [".dev/ovint8"]:  ls -l .dev/ovint8
+#   carry [".dev/peers"]:   bash benchmarks/peers_device.sh ovint8            # $OUT/cpu_int8_xeon.json
+# Local smoke test (CPython 3.11 wheels): SITE_SRC=/tmp/site311 PY=.venv/bin/python OVINT8_THREADS=2 \
+#   OVINT8_ROUNDS=1 OVINT8_ITERS=1 OVINT8_WARMUP=0 OUT=/tmp bash benchmarks/peers_device.sh ovint8
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=.dev/peers
+PY=${PY:-python3}
+
+site() {   # the slim runtimes + wheels from ${SITE_SRC:-$D} into one folder on PYTHONPATH
+  local src=${SITE_SRC:-$D}
+  SITE=/tmp/peers_site
+  rm -rf "$SITE" && mkdir -p "$SITE"
+  tar -xJf "$src/ov_slim.tar.xz" -C "$SITE"
+  tar -xJf "$src/litert_slim.tar.xz" -C "$SITE"
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --disable-pip-version-check --target "$SITE" \
+    "$src"/whl/*.whl
+  export PYTHONPATH="$SITE:$PWD/src" PYTHONUNBUFFERED=1
+}
+
 case "${1:-}" in
 prepare)
+  .venv/bin/python benchmarks/peers.py prepare-site --dir "$D"
   .venv/bin/python benchmarks/peers.py prepare-twins --twins "$D/twins"
   du -sh "$D" ;;
 run)
-  SITE=/tmp/peers_site
-  mkdir -p "$SITE"
-  tar -xJf "$D/ov_slim.tar.xz" -C "$SITE"
-  tar -xJf "$D/litert_slim.tar.xz" -C "$SITE"
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "$D"/whl/*.whl
-  export PYTHONPATH="$SITE:$PWD/src" PYTHONUNBUFFERED=1
+  site
   W=/tmp/peers
-  python3 benchmarks/peers.py export-onnx --dir "$W"
+  "$PY" benchmarks/peers.py export-onnx --dir "$W"
   for t in ${PEERS_THREADS:-2 16}; do
-    python3 benchmarks/peers.py run --dir "$W" --twins "$D/twins" --images-root "$D/images" --tag "xeon-${t}t" \
+    "$PY" benchmarks/peers.py run --dir "$W" --twins "$D/twins" --images-root "$D/images" --tag "xeon-${t}t" \
       --threads "$t" --rounds "${PEERS_ROUNDS:-3}" --images "${PEERS_IMAGES:-2}" --out "${OUT:-/tmp}/peers_cpu_xeon-${t}t.json"
   done ;;
-*) echo "usage: $0 prepare|run" >&2; exit 2 ;;
+ovint8)
+  V=${OVINT8_DEV:-.dev/ovint8}
+  [ -f "$V/ir.tar.xz" ] || { echo "no $V/ir.tar.xz: carry [\".dev/ovint8\"] in an earlier call" >&2; exit 3; }
+  site
+  W=/tmp/ovint8
+  "$PY" benchmarks/openvino_int8.py export-onnx --dir "$W"
+  "$PY" benchmarks/openvino_int8.py run --dir "$W" --dev "$V" --images-root "${SITE_SRC:-$D}/images" \
+    --threads "${OVINT8_THREADS:-2,16}" --rounds "${OVINT8_ROUNDS:-4}" --warmup "${OVINT8_WARMUP:-2}" \
+    --iters "${OVINT8_ITERS:-6}" --out "${OUT:-/tmp}/cpu_int8_xeon.json" ;;
+*) echo "usage: $0 prepare|run|ovint8" >&2; exit 2 ;;
 esac

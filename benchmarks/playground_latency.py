@@ -13,7 +13,10 @@ all get that one tensor, checked bit for bit):
                       ``.onnx`` above: the native reference of ORT-web;
 * ``--webgpu``        LiteRT.js and ORT-web on WebGPU, which in this headless chromium is the *software adapter
                       (SwiftShader)* (``--enable-unsafe-webgpu``, the flag tests/test_playground.py uses): a CPU
-                      emulation of a GPU, not a GPU number; a few calls only, after the wasm rounds.
+                      emulation of a GPU, not a GPU number; a few calls only, after the wasm rounds. The adapter the
+                      page reports is what the JSON and the labels say (``adapter_kind``).
+* ``--webgpu-standalone``  the WebGPU variants alone (no wasm rounds, no Python timing; files the manifest lists),
+                      with ``--chromium``/``--chromium-args`` for a browser on a real GPU: benchmarks/browser_device.sh.
 
 Method: every variant is loaded first (one page per browser variant, one process-local runner per native one). Then
 ``--rounds`` interleaved rounds; the order of the variants is rotated by one each round; in its slot a variant makes
@@ -47,6 +50,7 @@ import base64
 import datetime
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -58,6 +62,16 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results", "playground_latency.json")
 PHOTO = os.path.join(ROOT, "tests", "vectors", "rgb_160x120.png")
 THREADS = 2
 SOFTWARE_ADAPTER = "software adapter (SwiftShader)"
+
+
+def adapter_kind(name: str | None, fallback: bool | None) -> str:
+    """How a WebGPU adapter is named in labels and the JSON: what the page reports (``edgedepth.adapter``: vendor,
+    architecture, device, description of ``adapter.info``), SwiftShader keeping its historical wording."""
+    if fallback and "swiftshader" in (name or "").lower():
+        return SOFTWARE_ADAPTER
+    if fallback:
+        return f"software adapter ({name or 'unnamed'})"
+    return f"hardware adapter ({name})" if name else "hardware adapter"
 
 
 # ---------------------------------------------------------------------------------------------------- statistics
@@ -251,7 +265,7 @@ class BrowserVariant(Variant):
         mode = "litert" if engine == "litertjs" else "ort"
         self.mode = mode
         name = "LiteRT.js" if engine == "litertjs" else "ORT-web"
-        where = "wasm" if backend == "wasm" else f"WebGPU, {SOFTWARE_ADAPTER}"
+        where = "wasm" if backend == "wasm" else "WebGPU"     # + the adapter the page reports, once loaded
         self.key = f"{engine}-{backend}:{entry['precision']}"
         self.label = f"{name} {where} ({entry['precision'].upper()} {os.path.splitext(entry['path'])[1]})"
         self.reference = f"{'ai_edge_litert' if engine == 'litertjs' else 'onnxruntime'}-cpu:{entry['precision']}"
@@ -298,16 +312,18 @@ class BrowserVariant(Variant):
             "litertjs_threaded_relaxed_simd_build": "litert_wasm_threaded_internal.wasm" in wasm,
             "first_call_ms": st["lastLatencyMs"], "load_and_first_call_s": round(time.perf_counter() - t, 1)}
         if backend == "webgpu":
-            self.info["adapter_kind"] = SOFTWARE_ADAPTER if st["adapterIsFallback"] else "hardware"
+            self.info["adapter_kind"] = adapter_kind(st["adapter"], st["adapterIsFallback"])
+            self.label = self.label.replace("WebGPU", f"WebGPU, {self.info['adapter_kind']}", 1)
         self.x = self.array("lastInput")
         self.output = self.array("lastOutput")
 
     def array(self, name: str) -> np.ndarray:
-        b64 = self.page.evaluate(f"""() => {{ const a = window.edgedepth.{name};
+        """A typed array of the page as numpy: float32, or uint8 (the input of a ``_u8in`` file)."""
+        got = self.page.evaluate(f"""() => {{ const a = window.edgedepth.{name};
             const u = new Uint8Array(a.buffer, a.byteOffset, a.byteLength); let s = '';
             for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode.apply(null, u.subarray(i, i + 0x8000));
-            return btoa(s); }}""")
-        return np.frombuffer(base64.b64decode(b64), dtype="<f4").copy()
+            return {{b64: btoa(s), u8: a instanceof Uint8Array}}; }}""")
+        return np.frombuffer(base64.b64decode(got["b64"]), dtype="u1" if got["u8"] else "<f4").copy()
 
     cpu_clock = staticmethod(browser_cpu_s)
 
@@ -333,6 +349,24 @@ def pick(manifest: dict, size: str, fmt: str, precision: str) -> dict | None:
                  and f.get("precision") == precision), None)
 
 
+def webgpu_entries(manifest: dict, size: str, paths: str, tflite: dict | None, onnx: dict | None,
+                   standalone: bool = False) -> list[dict]:
+    """The manifest entries the WebGPU variants run: ``paths`` (comma-separated) if given; else the FP32 .tflite and
+    .onnx of ``size`` (as before); ``standalone``: every one of these the manifest lists -- its recommended WebGPU
+    .tflite, the FP32 .tflite of ``size``, the FP32 and FP16 .onnx of ``size``."""
+    files = {f["path"]: f for f in manifest["files"] if f.get("format") in ("tflite", "onnx")}
+    if paths:
+        unknown = [p for p in paths.split(",") if p and p not in files]
+        if unknown:
+            raise SystemExit(f"--webgpu-files: not a .tflite/.onnx of manifest.json: {', '.join(unknown)}")
+        return [files[p] for p in paths.split(",") if p]
+    if not standalone:
+        return [e for e in (tflite, onnx) if e]
+    rec = files.get(((manifest.get("recommended") or {}).get("webgpu") or {}).get("path"))
+    out = [rec, tflite, onnx, pick(manifest, size, "onnx", "fp16")]
+    return [e for i, e in enumerate(out) if e and e not in out[:i]]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("folder", help="release folder (manifest.json with a .tflite and an .onnx of --size)")
@@ -346,7 +380,22 @@ def main(argv=None) -> int:
     ap.add_argument("--single-thread", action="store_true",
                     help="also LiteRT.js wasm on a page that is not cross-origin isolated (its single-threaded "
                          "build) and Python ai_edge_litert with 1 thread, FP32, in the rounds: thread scaling")
-    ap.add_argument("--webgpu", action="store_true", help=f"also LiteRT.js and ORT-web on WebGPU ({SOFTWARE_ADAPTER})")
+    ap.add_argument("--webgpu", action="store_true",
+                    help=f"also LiteRT.js and ORT-web on WebGPU (here: {SOFTWARE_ADAPTER}; the adapter the page "
+                         "reports is recorded)")
+    ap.add_argument("--webgpu-standalone", action="store_true",
+                    help="only the WebGPU variants, timed, with no wasm rounds and no Python runtime timing, written "
+                         "as a fresh file to --out (which must not be the default): for a machine with a real GPU "
+                         "and no ai_edge_litert; files not in the folder's manifest are skipped (see --webgpu-files)")
+    ap.add_argument("--webgpu-files", default="",
+                    help="comma-separated manifest paths of the WebGPU variants (a .tflite for LiteRT.js, an .onnx "
+                         "for ORT-web); default: the FP32 .tflite and .onnx of --size, or, where the manifest does "
+                         "not list them (--webgpu-standalone), its recommended WebGPU .tflite and the .onnx of --size "
+                         "of the highest precision listed")
+    ap.add_argument("--chromium", default=None, help="browser executable or wrapper script (default /usr/bin/chromium)")
+    ap.add_argument("--chromium-args", default="",
+                    help="more launch flags, one string (shell-split), after the default ones: e.g. for a real GPU "
+                         "'--enable-gpu --ignore-gpu-blocklist --use-angle=vulkan' (benchmarks/webgpu_diagnose.py)")
     ap.add_argument("--webgpu-only", action="store_true",
                     help="only the WebGPU variants, merged into the browser block of --out (rel-L2 against the "
                          "native runtimes' outputs on the same input; no wasm or native timing)")
@@ -362,7 +411,11 @@ def main(argv=None) -> int:
     ap.add_argument("--wait-quiet-s", type=float, default=0, help="wait up to this long for no --busy-pattern job")
     ap.add_argument("--load-timeout-s", type=float, default=900)
     a = ap.parse_args(argv)
-    a.webgpu = a.webgpu or a.webgpu_only
+    a.webgpu = a.webgpu or a.webgpu_only or a.webgpu_standalone
+    if a.webgpu_standalone and (a.webgpu_only or os.path.abspath(a.out) == os.path.abspath(RESULTS)):
+        print("--webgpu-standalone writes a fresh file: give --out (not the default) and no --webgpu-only",
+              file=sys.stderr)
+        return 2
     if a.webgpu_only and not (os.path.exists(a.out) and "browser" in json.load(open(a.out))):
         print(f"--webgpu-only merges into the browser block of {a.out}: run without it first", file=sys.stderr)
         return 2
@@ -378,9 +431,14 @@ def main(argv=None) -> int:
     tfl = {p: pick(m, size, "tflite", p) for p in ["fp32", *[p for p in a.extra.split(",") if p]]}
     onnx = pick(m, size, "onnx", "fp32")
     missing = [f"{p} .tflite" for p, e in tfl.items() if not e] + ([] if onnx else ["fp32 .onnx"])
-    if missing:
+    if missing and not a.webgpu_standalone:
         print(f"{a.folder}: no {', '.join(missing)} of {size} in manifest.json", file=sys.stderr)
         return 2
+    gpu_files = webgpu_entries(m, size, a.webgpu_files, tfl["fp32"], onnx, a.webgpu_standalone)
+    if a.webgpu and not gpu_files:
+        print(f"{a.folder}: no file for the WebGPU variants (--webgpu-files {a.webgpu_files!r})", file=sys.stderr)
+        return 2
+    launch_args = chromium_args(webgpu=a.webgpu) + shlex.split(a.chromium_args)
 
     before = wait_quiet(a.busy_pattern, a.wait_quiet_s) if a.wait_quiet_s else machine_load(a.busy_pattern)
     srv = make_server(a.folder, port=0)
@@ -392,11 +450,11 @@ def main(argv=None) -> int:
     failures: dict[str, str] = {}
     rounds_log = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args(webgpu=a.webgpu))
+        browser = p.chromium.launch(executable_path=a.chromium or CHROMIUM, args=launch_args)
         try:
             n_extra = a.rounds if a.extra_rounds is None else a.extra_rounds
-            shape = [int(v) for v in onnx["input"]["shape"]]
-            if not a.webgpu_only:
+            shape = [int(v) for v in onnx["input"]["shape"]] if onnx else None
+            if not (a.webgpu_only or a.webgpu_standalone):
                 # Load: browser pages first (their preprocessing makes the input), then the native runners on that input.
                 lj = {prec: BrowserVariant(browser, base, e, "litertjs", "wasm", a.photo, a.load_timeout_s)
                       for prec, e in tfl.items()}
@@ -429,8 +487,9 @@ def main(argv=None) -> int:
                     print(f"round {r + 1}/{a.rounds}: " + ", ".join(
                         f"{v.key} {np.median(v.calls):.0f}" for v in variants if v.calls), flush=True)
             if a.webgpu:
-                for e, engine in ((tfl["fp32"], "litertjs"), (onnx, "ortweb")):
-                    key = f"{engine}-webgpu:fp32"
+                for e in gpu_files:
+                    engine = "litertjs" if e["format"] == "tflite" else "ortweb"
+                    key = f"{engine}-webgpu:{e['precision']}"
                     try:
                         v = BrowserVariant(browser, base, e, engine, "webgpu", a.photo, a.webgpu_load_timeout_s)
                     except Exception as ex:    # noqa: BLE001 - recorded, the run goes on
@@ -440,7 +499,7 @@ def main(argv=None) -> int:
                         print(f"{key}: {failures[key]}", flush=True)
                         continue
                     webgpu.append(v)
-                    if variants and not np.array_equal(v.x, variants[0].x):
+                    if variants and v.x.dtype == variants[0].x.dtype and not np.array_equal(v.x, variants[0].x):
                         v.error = "the page's input differs from the wasm pages' input"
                     first = v.info["first_call_ms"]
                     if v.info["backend_used"] != "webgpu":
@@ -453,6 +512,15 @@ def main(argv=None) -> int:
                 if a.webgpu_only and webgpu:
                     x = webgpu[0].x.reshape(shape)
                     refs_only = [NativeLiteRT(a.folder, tfl["fp32"], x), NativeOrt(a.folder, onnx, x)]
+                if a.webgpu_standalone:     # CPU references of the same files where this machine has the runtime
+                    for v in webgpu:
+                        try:
+                            cls = NativeLiteRT if v.engine == "litertjs" else NativeOrt
+                            ref = cls(a.folder, v.entry, v.x.reshape(v.entry["input"]["shape"]))
+                            ref.key = v.reference
+                            refs_only.append(ref)
+                        except Exception as ex:    # noqa: BLE001 - e.g. no ai_edge_litert here: recorded
+                            failures[v.reference] = f"CPU reference: {type(ex).__name__}: {str(ex)[:300]}"
         finally:
             for v in [*variants, *webgpu, *refs_only]:
                 try:
@@ -490,7 +558,14 @@ def main(argv=None) -> int:
     compare("litertjs-wasm:fp32", "ai_edge_litert-cpu:fp32", "LiteRT.js wasm vs Python LiteRT CPU (same .tflite)")
     compare("ortweb-wasm:fp32", "onnxruntime-cpu:fp32", "ORT-web wasm vs Python ORT CPU (same .onnx)")
     compare("ortweb-wasm:fp32", "litertjs-wasm:fp32", "ORT-web wasm vs LiteRT.js wasm (FP32 .onnx vs FP32 .tflite)")
-    compare("ortweb-webgpu:fp32", "litertjs-webgpu:fp32", f"ORT-web vs LiteRT.js on WebGPU ({SOFTWARE_ADAPTER})")
+    kinds = sorted({v.info.get("adapter_kind") for v in webgpu if v.info.get("adapter_kind")})
+    adapter_text = "; ".join(kinds) or SOFTWARE_ADAPTER
+    lj = [v for v in webgpu if v.engine == "litertjs"]
+    for vo in [v for v in webgpu if v.engine == "ortweb"]:     # vs the LiteRT.js file of the same precision
+        vl = next((v for v in lj if v.entry["precision"] == vo.entry["precision"]), lj[0] if lj else None)
+        if vl is not None:
+            compare(vo.key, vl.key, f"ORT-web vs LiteRT.js on WebGPU ({adapter_text}; {vo.entry['path']} vs "
+                                    f"{vl.entry['path']})")
     compare("onnxruntime-cpu:fp32", "ai_edge_litert-cpu:fp32", "Python ORT vs Python LiteRT (FP32 .onnx vs .tflite)")
 
     shared = bool(before["other_heavy_jobs"] or after["other_heavy_jobs"]
@@ -507,9 +582,16 @@ def main(argv=None) -> int:
                    "the single-threaded build) and Python ai_edge_litert with 1 thread, FP32, in the same rounds")
     if a.extra and n_extra < a.rounds:
         method += f"; the {a.extra.upper()} files in the first {n_extra} round(s) only"
-    webgpu_method = (f"WebGPU = {SOFTWARE_ADAPTER}, a CPU emulation, after the rounds: {a.webgpu_warmup} warm-up + "
+    emulated = ", a CPU emulation" if adapter_text == SOFTWARE_ADAPTER else ""
+    webgpu_method = (f"WebGPU = {adapter_text}{emulated}, after the rounds: {a.webgpu_warmup} warm-up + "
                      f"{a.webgpu_iters} timed call(s), none when the first call exceeds {a.webgpu_limit_s:.0f} s")
-    if a.webgpu and not a.webgpu_only:
+    if a.webgpu_standalone:
+        method = (f"headless chromium {chromium_version} ({a.chromium or CHROMIUM}); WebGPU variants only, one page "
+                  f"each, input = the playground's preprocessing of {os.path.relpath(a.photo, ROOT)}; "
+                  f"{webgpu_method.replace(', after the rounds', '')}; call = write input + run + read output "
+                  "(preprocessing excluded); rel-L2 against the CPU runtime of the same file where this machine "
+                  "has it (see failures)")
+    if a.webgpu and not (a.webgpu_only or a.webgpu_standalone):
         method += "; " + webgpu_method
     if shared:
         method += "; the machine was SHARED with other heavy jobs during the run (see machine)"
@@ -517,7 +599,9 @@ def main(argv=None) -> int:
         "method": method, "method_counts": counts, "size": size, "release": os.path.relpath(a.folder, ROOT),
         "checkpoint": (m.get("provenance") or {}).get("checkpoint"),
         "photo": os.path.relpath(a.photo, ROOT), "chromium": chromium_version,
-        "chromium_args": chromium_args(webgpu=a.webgpu),
+        "chromium_args": launch_args, "chromium_executable": a.chromium or CHROMIUM,
+        "webgpu_adapters": {v.key: {"adapter": v.info.get("adapter"), "is_fallback": v.info.get("adapter_is_fallback"),
+                                    "kind": v.info.get("adapter_kind")} for v in webgpu},
         "cpu": env.get("cpu"), "cores": os.cpu_count(),
         "machine": {"shared": shared, "before": before, "after": after, "rounds": rounds_log},
         "variants": recs, "comparisons": comparisons, "failures": failures,
@@ -535,7 +619,8 @@ def main(argv=None) -> int:
             "litertjs_split_median_ms": js.get("split_median_ms"),
             "sha256": e["sha256"], "precision": e["precision"], "size": e.get("size")}
 
-    rec = json.load(open(a.out)) if os.path.exists(a.out) else {"kind": "edgedepth.playground_latency", "files": {}}
+    rec = json.load(open(a.out)) if os.path.exists(a.out) and not a.webgpu_standalone else \
+        {"kind": "edgedepth.playground_latency", "files": {}}
     if a.webgpu_only:   # merged into the last full run's browser block; files rows and method counts untouched
         b = rec["browser"]
         for r in recs.values():    # ratio to the native medians of the run merged into
@@ -547,13 +632,15 @@ def main(argv=None) -> int:
         pairs = {(c["a"], c["b"]) for c in comparisons}
         b["comparisons"] = [c for c in b["comparisons"] if (c["a"], c["b"]) not in pairs] + comparisons
         b["failures"] = {**{k: v for k, v in b.get("failures", {}).items() if "webgpu" not in k}, **failures}
-        b["chromium_args"] = chromium_args(webgpu=True)
+        b["chromium_args"] = launch_args
         b["method"] = b["method"].split("; WebGPU = ")[0] + f"; {webgpu_method} (a separate run, "
         b["method"] += f"{browser_block['date']}{', machine SHARED' if shared else ''})"
         b["machine"]["webgpu_run"] = {"shared": shared, "before": before, "after": after}
         files, browser_block = {}, b
     rec["files"].update(files)
-    if not a.webgpu_only:
+    if a.webgpu_standalone:
+        rec.update({"method": method, "date": browser_block["date"], "browser": browser_block})
+    elif not a.webgpu_only:
         rec.update({"method_counts": counts, "cpu": env.get("cpu"), "date": browser_block["date"], "browser": browser_block,
                     "method": ("headless Debian chromium, LiteRT.js threaded wasm (2 threads, cross-origin isolated) vs "
                                "ai_edge_litert CPU 2 threads, same .tflite, same preprocessed input; interleaved rounds "

@@ -24,6 +24,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import sys
 
 import numpy as np
@@ -34,18 +35,39 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "webcam_fps.json")
 
 
-def _variants(manifest: dict) -> list[dict]:
+def _variants(manifest: dict, backend: str = "wasm", paths: str = "") -> list[dict]:
+    """wasm (default): as before. webgpu: the manifest's recommended WebGPU file (else the FP32 518x686 .tflite), the
+    smallest size in the precision of that file (else FP32), ORT-web on the .onnx of the big size (FP32, else any);
+    a file the manifest does not list is left out. ``paths``: the given files instead (no smoothing variant)."""
     files = manifest["files"]
-    pick = lambda fmt, size: next((f for f in files if f.get("format") == fmt and f.get("size") == size  # noqa: E731
-                                   and f.get("precision") == "fp32"), None)
-    big = (manifest.get("recommended") or {}).get("wasm", {}).get("path") or pick("tflite", "518x686")["path"]
+    if paths:
+        by_path = {f["path"]: f for f in files if f.get("format") in ("tflite", "onnx")}
+        out = []
+        for p in [p for p in paths.split(",") if p]:
+            e = by_path.get(p) or sys.exit(f"--files: {p} is not a .tflite/.onnx of manifest.json")
+            rt = "litert" if e["format"] == "tflite" else "ort"
+            out.append({"key": f"{'litertjs' if rt == 'litert' else 'ortweb'}:{e['size']}:{e['precision']}",
+                        "runtime": rt, "entry": e, "smooth": None})
+        return out
+    pick = lambda fmt, size, prec="fp32": next((f for f in files if f.get("format") == fmt  # noqa: E731
+                                                and f.get("size") == size and f.get("precision") == prec), None)
+    listed = {f["path"] for f in files}
+    rec = (manifest.get("recommended") or {}).get("webgpu" if backend == "webgpu" else "wasm", {}).get("path")
+    big = rec if rec in listed else (pick("tflite", "518x686") or {}).get("path")
     big_entry = next(f for f in files if f["path"] == big)
-    small = min((f for f in files if f.get("format") == "tflite" and f.get("precision") == "fp32"),
-                key=lambda f: np.prod(f["input"]["shape"]))
-    onnx = pick("onnx", big_entry["size"])
-    out = [{"key": f"litertjs:{big_entry['size']}", "runtime": "litert", "entry": big_entry, "smooth": None},
-           {"key": f"litertjs:{small['size']}", "runtime": "litert", "entry": small, "smooth": None},
-           {"key": f"litertjs:{small['size']}+smoothing", "runtime": "litert", "entry": small, "smooth": 0.3}]
+    precs = [big_entry["precision"], "fp32"] if backend == "webgpu" else ["fp32"]
+    small = min((f for f in files if f.get("format") == "tflite" and f.get("precision") == precs[0]
+                 and f.get("input", {}).get("dtype", "float32") == "float32"),
+                key=lambda f: np.prod(f["input"]["shape"]), default=None) or \
+        min((f for f in files if f.get("format") == "tflite" and f.get("precision") in precs),
+            key=lambda f: np.prod(f["input"]["shape"]))
+    onnx = pick("onnx", big_entry["size"]) or (next((pick("onnx", big_entry["size"], q) for q in ("fp16", "int8")
+                                                     if pick("onnx", big_entry["size"], q)), None)
+                                               if backend == "webgpu" else None)
+    out = [{"key": f"litertjs:{big_entry['size']}", "runtime": "litert", "entry": big_entry, "smooth": None}]
+    if small["size"] != big_entry["size"]:       # a folder with only the big size: no small variants
+        out += [{"key": f"litertjs:{small['size']}", "runtime": "litert", "entry": small, "smooth": None},
+                {"key": f"litertjs:{small['size']}+smoothing", "runtime": "litert", "entry": small, "smooth": 0.3}]
     if onnx:
         out.append({"key": f"ortweb:{onnx['size']}", "runtime": "ort", "entry": onnx, "smooth": None})
     return out
@@ -59,6 +81,11 @@ def main(argv=None) -> int:
     ap.add_argument("--frames", type=int, default=8)
     ap.add_argument("--out", default=RESULTS)
     ap.add_argument("--busy-pattern", default="family.py|pytest|recipes/")
+    ap.add_argument("--backend", choices=("wasm", "webgpu"), default="wasm",
+                    help="the page's backend (webgpu: a real GPU's browser, see benchmarks/browser_device.sh)")
+    ap.add_argument("--files", default="", help="comma-separated manifest paths to run instead of the default set")
+    ap.add_argument("--chromium", default=None, help="browser executable or wrapper script (default /usr/bin/chromium)")
+    ap.add_argument("--chromium-args", default="", help="more launch flags, one string (shell-split)")
     a = ap.parse_args(argv)
 
     from playwright.sync_api import sync_playwright
@@ -69,24 +96,30 @@ def main(argv=None) -> int:
     from edgedepth.verify.bench import environment
 
     m = mf.load(a.folder)
-    variants = _variants(m)
+    variants = _variants(m, a.backend, a.files)
     before = machine_load(a.busy_pattern)
     srv = make_server(a.folder, port=0)
     start_in_thread(srv)
     base = url_of(srv)
     per_frame_s = 1200
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args(fake_camera=True))
+        launch_args = chromium_args(webgpu=a.backend == "webgpu", fake_camera=True) + shlex.split(a.chromium_args)
+        browser = p.chromium.launch(executable_path=a.chromium or CHROMIUM, args=launch_args)
         try:
             for v in variants:
                 v["context"] = browser.new_context()
                 page = v["page"] = v["context"].new_page()
-                q = f"?runtime={v['runtime']}&backend=wasm&artifact={v['entry']['path']}"
+                q = f"?runtime={v['runtime']}&backend={a.backend}&artifact={v['entry']['path']}"
                 page.goto(base + q + (f"&smooth={v['smooth']}" if v["smooth"] else ""))
                 wait_in_page(page, "window.edgedepth && edgedepth.state !== 'starting'", 120)
                 page.evaluate("edgedepth.load()")
                 wait_in_page(page, "edgedepth.state === 'ready' || edgedepth.state === 'error'", per_frame_s)
                 v.update(frames_ms=[], model_ms=[], preprocess_ms=[], fps_per_round=[])
+                v["page_backend"] = page.evaluate("""() => ({backend: edgedepth.backend,
+                    reason: edgedepth.backendReason,
+                    adapter: edgedepth.adapter, adapterIsFallback: edgedepth.adapterIsFallback,
+                    errors: edgedepth.errors})""")
+                print(f"loaded {v['key']} ({v['entry']['path']}): {v['page_backend']}", flush=True)
             for r in range(a.rounds):
                 for v in variants[r % len(variants):] + variants[:r % len(variants)]:
                     page = v["page"]
@@ -124,11 +157,14 @@ def main(argv=None) -> int:
             "fps": 1000 / frame, "fps_per_round": v["fps_per_round"], "frame_ms_median": frame,
             "model_ms_median": med(v["model_ms"]), "preprocess_ms_median": med(v["preprocess_ms"]),
             "other_ms_median": frame - med(v["model_ms"]) - med(v["preprocess_ms"]), "n_frames": len(v["frames_ms"]),
+            "precision": v["entry"].get("precision"), "adapter": v["page_backend"].get("adapter"),
+            "adapter_is_fallback": v["page_backend"].get("adapterIsFallback"),
+            "backend_reason": v["page_backend"].get("reason"),
         }
     env = environment()
     shared = bool(before["other_heavy_jobs"] or after["other_heavy_jobs"])
     out = {
-        "method": (f"headless chromium {chromium}, fake camera 640x480, wasm, {a.rounds} interleaved rounds x "
+        "method": (f"headless chromium {chromium}, fake camera 640x480, {a.backend}, {a.rounds} interleaved rounds x "
                    f"({a.warmup} warm-up + {a.frames} timed frames) per variant; frames/s = 1000 / median frame "
                    "interval (page timestamps when a frame is drawn); model = input tensor + run + read-back; other = "
                    "frame interval - model - preprocessing (grab, normalise/colour/draw, EMA, waiting for a frame)"),
@@ -136,6 +172,7 @@ def main(argv=None) -> int:
         "release": os.path.relpath(os.path.abspath(a.folder), ROOT),
         "checkpoint": (m.get("provenance") or {}).get("checkpoint"),
         "machine": {"shared": shared, "before": before, "after": after}, "variants": rows,
+        "chromium_executable": a.chromium or CHROMIUM, "chromium_args": launch_args,
     }
     write_bytes_atomic(a.out, (json.dumps(out, indent=2) + "\n").encode())
     for k, r in rows.items():

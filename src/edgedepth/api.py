@@ -142,11 +142,11 @@ def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = 
         raise EdgedepthError(f"input_dtype {input_dtype!r}: choose from float32, uint8", option="input_dtype")
     if not isinstance(dynamic_size, bool):
         raise EdgedepthError(f"dynamic_size {dynamic_size!r}: True or False", option="dynamic_size")
-    if dynamic_size and not getattr(fmt.module, "DYNAMIC_SIZE", False):
+    if dynamic_size and not fmt.dynamic_size:
         raise EdgedepthError(f"dynamic_size: {fmt.target_name} files have a fixed input size (ONNX files can be "
                              "dynamic)", option="dynamic_size")
     if backends is not None:
-        if fmt.name != "pte":
+        if not fmt.export_backends:
             raise EdgedepthError(f"backends {backends!r}: only ExecuTorch files take an export backend "
                                  f"({fmt.target_name} files: leave it None)", option="backends")
         backends = _names("backends", backends, list(fmt.module.BACKENDS), '["xnnpack"]')

@@ -50,12 +50,12 @@ def _export(args) -> int:
     if args.plain and args.fp16_safe:
         raise EdgedepthError("--fp16-safe is a rewrite: it cannot be combined with --plain")
     formats.check_input_dtype(fmt, precisions, args.input_dtype)
-    if args.dynamic_size and not getattr(fmt.module, "DYNAMIC_SIZE", False):
+    if args.dynamic_size and not fmt.dynamic_size:
         raise EdgedepthError(f"--dynamic-size is for ONNX files (--target onnx); {args.target} files have a fixed size")
-    if args.fp16_safe and fmt.name != "tflite":
+    if args.fp16_safe and not fmt.fp16_safe:
         raise EdgedepthError("--fp16-safe is for LiteRT's GPU precision: use it with --target litert")
     backends = None
-    if fmt.name == "pte":
+    if fmt.export_backends:
         backends = _list_option("--et-backend", args.et_backend, fmt.module.BACKENDS)
         n = sum(1 for b in backends for p in precisions if p == "fp32" or b == "xnnpack")
     else:
@@ -376,7 +376,7 @@ def _add_export(sub, o: _Options) -> None:
     e.add_argument("--precision", default=None,
                    help="comma-separated. LiteRT: fp32,fp16,int8,int4,static-int8,a16w8 (default fp32,int8); "
                         "ONNX: fp32,fp16,int8 (default all); ExecuTorch: fp32,int8")
-    e.add_argument("--target", default="litert", choices=["litert", "executorch", "onnx"],
+    e.add_argument("--target", default="litert", choices=list(formats.TARGETS),
                    help="litert: .tflite; executorch: .pte; onnx: .onnx (default: %(default)s)")
     e.add_argument("--et-backend", default="xnnpack",
                    help="ExecuTorch backends, comma-separated: xnnpack,webgpu,vulkan; INT8 is xnnpack only (default: %(default)s)")

@@ -27,6 +27,12 @@ class Format:
     backends: tuple[str, ...]   # backends open_runner accepts here
     gpu_check: bool             # has a GPU-delegation check (LiteRT's GPU accelerator)
     module_name: str
+    # what the format can do, asked instead of switching on its name (issue 29):
+    dynamic_size: bool = False          # export can leave height/width symbolic (--dynamic-size)
+    fp16_safe: bool = False             # the fp16_safe rewrite applies (LiteRT's GPU FP16 precision)
+    export_backends: bool = False       # export takes backends (ExecuTorch delegates: --et-backend)
+    browser_runtime: str | None = None  # the playground's runtime for it, if any
+    notice: str = ""                    # its "Modifications" lines in a release's NOTICE (present files only)
 
     @property
     def module(self):
@@ -34,10 +40,17 @@ class Format:
 
 
 FORMATS: dict[str, Format] = {f.suffix: f for f in (
-    Format("tflite", ".tflite", "litert", ("cpu", "gpu", "gpu-fp16"), True, "edgedepth.formats.tflite"),
-    Format("pte", ".pte", "executorch", ("cpu",), False, "edgedepth.formats.pte"),
-    Format("onnx", ".onnx", "onnx", ("cpu", "openvino"), False, "edgedepth.formats.onnx"),
+    Format("tflite", ".tflite", "litert", ("cpu", "gpu", "gpu-fp16"), True, "edgedepth.formats.tflite",
+           fp16_safe=True, browser_runtime="LiteRT.js",
+           notice="- converted from PyTorch to LiteRT (.tflite) with litert-torch; INT8 files quantised with "
+                  "ai-edge-quantizer\n  (dynamic_wi8_afp32: int8 weights, float activations);\n"),
+    Format("pte", ".pte", "executorch", ("cpu",), False, "edgedepth.formats.pte", export_backends=True),
+    Format("onnx", ".onnx", "onnx", ("cpu", "openvino"), False, "edgedepth.formats.onnx", dynamic_size=True,
+           browser_runtime="ONNX Runtime Web",
+           notice="- exported to ONNX (onnx/) with torch.onnx; FP16 with onnxruntime's float16 converter, INT8 with\n"
+                  "  onnxruntime quantize_dynamic;\n"),
 )}
+NAMES = {f.name: f for f in FORMATS.values()}               # manifest "format" field -> Format
 BACKENDS = tuple(dict.fromkeys(b for f in FORMATS.values() for b in f.backends))  # every --backend value
 SUFFIXES = tuple(FORMATS)
 TARGETS = {f.target_name: f for f in FORMATS.values()}      # export --target NAME
@@ -107,9 +120,9 @@ def open_artifact(path: str) -> Artifact:
 
 def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[int, int] | None = None):
     """The runner for a model file, by its format (a shortcut for ``open_artifact(path).open_runner(...)``).  ``size``:
-    the (H, W) to run a dynamic-size file at (formats with ``DYNAMIC_SIZE``); any other file must have that size."""
+    the (H, W) to run a dynamic-size file at (formats with ``dynamic_size``); any other file must have that size."""
     fmt = format_of(path)
-    if size is not None and getattr(fmt.module, "DYNAMIC_SIZE", False):
+    if size is not None and fmt.dynamic_size:
         return fmt.module.open_runner(path, backend=backend, threads=threads, size=tuple(size))
     runner = fmt.module.open_runner(path, backend=backend, threads=threads)
     if size is not None and tuple(runner.size) != tuple(size):
@@ -167,11 +180,11 @@ def export(model, height: int, width: int, out_dir: str, *, target_name: str = "
     prepares the model with :func:`edgedepth.rewrites.prepare`; files are written atomically.  ``stem`` starts every file
     name (``Checkpoint.file_stem``: the family member); default ``depth_anything_v2_small``.  ``input_dtype`` "uint8"
     (LiteRT only): files that take resized uint8 pixels, normalisation in the graph (``tflite.pixel_input``).
-    ``dynamic`` (formats with ``DYNAMIC_SIZE``, ONNX): height and width symbolic, any multiples of 14.
+    ``dynamic`` (formats with ``dynamic_size``, ONNX): height and width symbolic, any multiples of 14.
     """
     fmt = target(target_name)
     check_input_dtype(fmt, precisions, input_dtype)
-    if dynamic and not getattr(fmt.module, "DYNAMIC_SIZE", False):
+    if dynamic and not fmt.dynamic_size:
         raise EdgedepthError(f"--dynamic-size: {fmt.target_name} files have a fixed input size (ONNX files can be dynamic)")
     extra = {"input_dtype": input_dtype} if input_dtype != "float32" else {}
     extra |= {"dynamic": True} if dynamic else {}

@@ -47,7 +47,7 @@ DEFAULT_REWRITES = ("drop_attention_mask", "freeze_position_embedding", "static_
 # transformers does), and the head's output size must stay symbolic (rewrites/symbolic_output_size.py).
 DYNAMIC_REWRITES = ("drop_attention_mask", "symbolic_output_size", "static_attention", "fold_attention_scale",
                     "fold_layerscale", "fuse_qkv")
-DYNAMIC_SIZE = True                     # export(dynamic=True) writes files with symbolic H and W
+
 DYNAMIC_DIMS = ("height", "width")      # dim_param names of a dynamic file's H and W (onnx-community's)
 SIZE_KEY = "edgedepth.size"             # metadata of a dynamic file: "HxW", the size edgedepth runs it at
 # A dynamic export is traced at this size, whatever size it is verified at: non-square and off the 37x37 native grid,

@@ -21,6 +21,7 @@ from .. import formats, interrupt
 from ..errors import EdgedepthError
 from . import hub_files, manifest as mf, outdir
 from ..formats.tflite_precisions import LADDER
+from ..runtimes.litert import GPU_OPTIONS
 from .recipe import Recipe
 from .recommend import recommend
 
@@ -344,7 +345,7 @@ def _tflite_entry(f, text: str, size: tuple[int, int], io, gpu_check: bool, gate
     entry = {"format": "tflite", "runtime": "litert", "precision": precision, "size": text,
              **io(*size, input_dtype=dtype), "ops": info["ops"], "op_histogram": info["op_histogram"],
              "recommended_runtime_options": {
-                 "gpu": {"accelerator": "GPU", "enforce_f32": True},
+                 "gpu": {"accelerator": "GPU", "enforce_f32": True, **GPU_OPTIONS},
                  "cpu": {"accelerator": "CPU", "num_threads": "number of big cores"}},
              "quantization": LADDER[precision].summary if precision != "fp32" else None}
     if gpu_check:
@@ -486,10 +487,8 @@ def _notice_text(manifest: dict) -> str:
         f"(base model: {p['base_model']}), {licence}.\n\n"
         f"Weights used: {src}\n\n"
         "Modifications (made by edgedepth, " + p["versions"].get("edgedepth", "?") + "):\n"
-        "- converted from PyTorch to LiteRT (.tflite) with litert-torch; INT8 files quantised with ai-edge-quantizer\n"
-        "  (dynamic_wi8_afp32: int8 weights, float activations);\n"
-        + ("- exported to ONNX (onnx/) with torch.onnx; FP16 with onnxruntime's float16 converter, INT8 with\n"
-           "  onnxruntime quantize_dynamic;\n" if any(f.get("format") == "onnx" for f in manifest["files"]) else "")
+        + "".join(fmt.notice for fmt in formats.FORMATS.values()
+                  if any(f.get("format") == fmt.name for f in manifest["files"]))
         + "- graph rewrites before conversion, each exact up to float rounding unless stated in the model card:\n"
         + "".join(f"  - {name}\n" for name in sizes)
         + "- fixed input sizes (position embedding interpolated once per size, bicubic, as transformers does).\n"

@@ -49,6 +49,13 @@ def _normalise_lines(n: dict, target: str) -> list[str]:
             "x = np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)  # NCHW [1, 3, H, W]"]
 
 
+def _gpu_kwargs(opts: dict) -> str:
+    """``GpuOptions`` keywords of the manifest's recommended GPU options (enforce_f32 + the flags edgedepth measured
+    and sets, benchmarks/results/gpu_options.json), as Python source."""
+    gpu = {k: v for k, v in (opts.get("gpu") or {"enforce_f32": True}).items() if k != "accelerator"}
+    return ", ".join(f"{k}={v!r}" for k, v in gpu.items())
+
+
 def _litert_block(example: dict, metric: bool) -> list[str]:
     h, w = example["input"]["shape"][2:]
     opts = example.get("recommended_runtime_options") or {}
@@ -66,7 +73,7 @@ def _litert_block(example: dict, metric: bool) -> list[str]:
             "if USE_GPU:  # enforce_f32: FP32 compute (the default precision may compute in FP16, which this model "
             "can overflow)",
             "    options = Options(hardware_accelerators=HardwareAccelerator.GPU, "
-            "gpu_options=GpuOptions(enforce_f32=True))",
+            f"gpu_options=GpuOptions({_gpu_kwargs(opts)}))",
             f"else:  # CPU (XNNPACK): num_threads = the {threads}",
             "    options = Options(hardware_accelerators=HardwareAccelerator.CPU, "
             "cpu_options=CpuOptions(num_threads=4))",
