@@ -24,12 +24,8 @@ import tarfile
 FIELDS = ("name", "pieces", "bytes", "sha256", "action", "dest", "parts")
 
 
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+from edgedepth.fsutil import sha256_file as _sha256  # noqa: E402
 
 
 def pack(stage: str, parts_dir: str, cap: int) -> int:

@@ -9,30 +9,20 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 from edgedepth.checkpoint import DepthModule, load_checkpoint  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_reference import Timer, _timed  # noqa: E402
 
 
 def timed(call, x, n=50, warm=20) -> dict:
     for _ in range(warm):
         call(x)
-    torch.cuda.synchronize()
-    ev, wl = [], []
-    for _ in range(n):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        a.record()
-        call(x)
-        b.record()
-        b.synchronize()
-        wl.append((time.perf_counter() - t0) * 1e3)
-        ev.append(a.elapsed_time(b))
+    ev, wl = _timed(Timer("cuda"), call, x, n)
     return {"events_median_ms": float(np.median(ev)), "wall_median_ms": float(np.median(wl))}
 
 

@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 import peers  # noqa: E402
+from edgedepth.fsutil import sha256_file  # noqa: E402
 
 H, W, P = peers.H, peers.W, peers.P
 RELEASE = os.path.join(ROOT, "out", "depth-anything-v2-small")
@@ -48,14 +49,6 @@ HELD_OUT = ("chelsea", "rocket", "grace_hopper")     # source photos never seen 
 GOAL = 0.70                                          # best INT8 / best FP32 latency
 INT8_KEYS, FP32_KEYS = ("openvino_int8", "openvino_int8_bf16", "litert_int8"), ("openvino_fp32", "ort_fp32",
                                                                                   "litert_fp32")
-
-
-def _sha(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
 
 
 def _log(msg: str) -> None:
@@ -93,7 +86,7 @@ def quantise(onnx_path: str, xs: list[np.ndarray], xml: str) -> dict:
     ops = {}
     for n in q.get_ordered_ops():
         ops[n.get_type_name()] = ops.get(n.get_type_name(), 0) + 1
-    return {"quantise_s": round(took, 1), "xml_sha256": _sha(xml), "bin_sha256": _sha(b),
+    return {"quantise_s": round(took, 1), "xml_sha256": sha256_file(xml), "bin_sha256": sha256_file(b),
             "xml_bytes": os.path.getsize(xml), "bin_bytes": os.path.getsize(b),
             "fake_quantize_ops": ops.get("FakeQuantize", 0), "ops": sum(ops.values())}
 
@@ -123,7 +116,7 @@ def unpack_ir(archive: str, d: str, expect: dict | None) -> str:
     with tarfile.open(archive) as t:
         t.extractall(d, filter="data")
     xml = os.path.join(d, IR_STEM + ".xml")
-    if expect and (_sha(xml), _sha(xml[:-4] + ".bin")) != (expect["xml_sha256"], expect["bin_sha256"]):
+    if expect and (sha256_file(xml), sha256_file(xml[:-4] + ".bin")) != (expect["xml_sha256"], expect["bin_sha256"]):
         raise SystemExit(f"{archive}: IR bytes differ from {expect}")
     return xml
 
@@ -213,8 +206,8 @@ def prepare(onnx_path: str, release: str, dev: str, work: str, threads: int, hel
     archive = os.path.join(dev, "ir.tar.xz")
     pack_ir(xml, archive)
     ir = {k: runs[0][k] for k in ("xml_sha256", "bin_sha256", "xml_bytes", "bin_bytes")} | {
-        "archive": "ir.tar.xz", "archive_bytes": os.path.getsize(archive), "archive_sha256": _sha(archive),
-        "source_onnx_sha256": _sha(onnx_path)}
+        "archive": "ir.tar.xz", "archive_bytes": os.path.getsize(archive), "archive_sha256": sha256_file(archive),
+        "source_onnx_sha256": sha256_file(onnx_path)}
     with open(os.path.join(dev, "ir.json"), "w") as f:
         json.dump(ir, f, indent=1)
     peers.prepare_twins(release, os.path.join(dev, "twins"), kinds=("",))
@@ -236,10 +229,10 @@ def prepare(onnx_path: str, release: str, dev: str, work: str, threads: int, hel
     import openvino as ov
     import nncf
     files = {"onnx": {"path": os.path.relpath(onnx_path, ROOT), "sha256": ir["source_onnx_sha256"]},
-             "litert_fp32": {"path": os.path.relpath(lit["fp32"], ROOT), "sha256": _sha(lit["fp32"])},
-             "litert_int8": {"path": os.path.relpath(lit["int8"], ROOT), "sha256": _sha(lit["int8"])},
+             "litert_fp32": {"path": os.path.relpath(lit["fp32"], ROOT), "sha256": sha256_file(lit["fp32"])},
+             "litert_int8": {"path": os.path.relpath(lit["int8"], ROOT), "sha256": sha256_file(lit["int8"])},
              "ort_int8_dynamic": {"path": "out/depth-anything-v2-small/onnx/model_quantized.onnx",
-                                  "sha256": _sha(os.path.join(release, "onnx", "model_quantized.onnx"))}}
+                                  "sha256": sha256_file(os.path.join(release, "onnx", "model_quantized.onnx"))}}
     rep = {"kind": "edgedepth.openvino_int8_prepare", "model": "synthetic", "size": [H, W],
            "environment": environment(threads) | {"nncf": nncf.__version__, "openvino": ov.get_version(),
                                                   "ov_cpu_capabilities": ov.Core().get_property(
@@ -325,8 +318,8 @@ def run(d: str, onnx_path: str, dev: str, images_root: str | None, threads_list:
     caps["bf16_native"] = "BF16" in caps["OPTIMIZATION_CAPABILITIES"]
     env = environment(max(threads_list)) | {"openvino": ov.get_version(), "openvino_cpu": caps}
     _log(f"OpenVINO CPU: {caps}")
-    files = {"onnx": {"sha256": _sha(onnx_path), "exported": "here (this machine's torch)"},
-             "openvino_int8_ir": ir, "litert_twins": {k: _sha(v) for k, v in lit.items()}}
+    files = {"onnx": {"sha256": sha256_file(onnx_path), "exported": "here (this machine's torch)"},
+             "openvino_int8_ir": ir, "litert_twins": {k: sha256_file(v) for k, v in lit.items()}}
 
     def extra(t):
         return {"litert_fp32": lambda: formats.open_artifact(lit["fp32"]).open_runner("cpu", t),

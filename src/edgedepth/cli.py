@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 
+from . import formats
 from .errors import EdgedepthError
 
 
@@ -38,7 +39,6 @@ def cmd_export(args) -> int:
 
 
 def _export(args) -> int:
-    from . import formats
     from .checkpoint import load_checkpoint
     from .preprocess import parse_size
     from .progress import Stages
@@ -105,7 +105,6 @@ def cmd_inspect(args) -> int:
         return 0
     if not args.files:
         raise EdgedepthError("inspect needs model file(s), or --ranges --model M")
-    from . import formats
 
     arts = [formats.open_artifact(f) for f in args.files]
     for a in arts:
@@ -123,7 +122,6 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
     """A model file (any registered format) -> its runtime; anything else is a checkpoint -> PyTorch eager (CPU).
     Returns (runner, family member or None): the member says whether the output is metres.  ``size_text``: a
     checkpoint's size, or the size to run a dynamic-size .onnx at (any other file must already have it)."""
-    from . import formats
     from .preprocess import DEFAULT_SIZE, parse_size
 
     if formats.is_artifact(model):
@@ -169,7 +167,6 @@ def _write_json(path: str, data) -> None:
 
 def _model_files(paths: list[str]) -> list[str]:
     """Model files (a folder: its files of every format), each checked against a release manifest beside it."""
-    from . import formats
     from .release.manifest import verify_files_next_to
 
     return verify_files_next_to(formats.find_artifacts(paths))
@@ -187,7 +184,6 @@ def cmd_validate(args) -> int:
     from .verify.validate import validate
 
     backends = _list_option("--backend", args.backend, BACKENDS)
-    from . import formats
 
     artifacts = [formats.open_artifact(p) for p in _model_files(args.artifacts)]
     for a in artifacts:
@@ -220,7 +216,6 @@ def cmd_validate(args) -> int:
 def cmd_bench(args) -> int:
     from tqdm import tqdm
 
-    from . import formats
     from .verify.bench import environment, run_interleaved
     from .verify.reports import bench_markdown
 
