@@ -48,14 +48,10 @@ def test_no_file_extension_switch_outside_the_format_registry():
     assert not offenders, "\n".join(offenders)
 
 
-# Issue 29: the model card's per-format sections still switch on the manifest's "format" names; they move to the
-# format classes next (then this list empties). Nothing else may compare with a format's name.
-FORMAT_NAME_SWITCH_ALLOWED = {"src/edgedepth/release/modelcard.py"}
-
-
 def test_no_format_name_switch_outside_the_format_registry():
     """Code outside edgedepth.formats asks a Format's capabilities (dynamic_size, fp16_safe, export_backends,
-    browser_runtime, gpu_check, notice) instead of comparing with its name ("tflite", "pte", "onnx")."""
+    browser_runtime, gpu_check, notice, hub_layout, card_delegation) instead of comparing with its name
+    ("tflite", "pte", "onnx"): issue 29."""
     from edgedepth.formats import FORMATS
 
     names = "|".join(f.name for f in FORMATS.values())
@@ -66,7 +62,7 @@ def test_no_format_name_switch_outside_the_format_registry():
             continue
         for f in files:
             path = os.path.join(dirpath, f)
-            if f.endswith(".py") and os.path.relpath(path, ROOT) not in FORMAT_NAME_SWITCH_ALLOWED:
+            if f.endswith(".py"):
                 offenders += [f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}"
                               for i, line in enumerate(open(path, encoding="utf-8"), 1) if pattern.search(line)]
     assert not offenders, "\n".join(offenders)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+from typing import Callable
 
 from ..errors import EdgedepthError
 from ..family import DEFAULT_STEM
@@ -33,22 +34,37 @@ class Format:
     export_backends: bool = False       # export takes backends (ExecuTorch delegates: --et-backend)
     browser_runtime: str | None = None  # the playground's runtime for it, if any
     notice: str = ""                    # its "Modifications" lines in a release's NOTICE (present files only)
+    hub_layout: bool = False            # release files in the onnx-community layout (ORT / OpenVINO / transformers.js)
+    card_delegation: Callable[[dict], str] = lambda entry: ""   # the model card's "delegation" cell for an entry
 
     @property
     def module(self):
         return importlib.import_module(self.module_name)
 
 
+def _tflite_delegation(entry: dict) -> str:
+    return {True: "yes", False: "**no**", None: "not checked"}[entry.get("gpu_fully_delegated")]
+
+
+def _pte_delegation(entry: dict) -> str:
+    d, b = entry["delegation"], entry["backend"]
+    return (f"{b}: all {d['delegated_nodes']} nodes delegated" if d["fully_delegated"] else
+            f"{b}: {d['delegated_nodes']} delegated, {d['non_delegated_nodes']} on portable kernels")
+
+
 FORMATS: dict[str, Format] = {f.suffix: f for f in (
     Format("tflite", ".tflite", "litert", ("cpu", "gpu", "gpu-fp16"), True, "edgedepth.formats.tflite",
            fp16_safe=True, browser_runtime="LiteRT.js",
            notice="- converted from PyTorch to LiteRT (.tflite) with litert-torch; INT8 files quantised with "
-                  "ai-edge-quantizer\n  (dynamic_wi8_afp32: int8 weights, float activations);\n"),
-    Format("pte", ".pte", "executorch", ("cpu",), False, "edgedepth.formats.pte", export_backends=True),
+                  "ai-edge-quantizer\n  (dynamic_wi8_afp32: int8 weights, float activations);\n",
+           card_delegation=_tflite_delegation),
+    Format("pte", ".pte", "executorch", ("cpu",), False, "edgedepth.formats.pte", export_backends=True,
+           card_delegation=_pte_delegation),
     Format("onnx", ".onnx", "onnx", ("cpu", "openvino"), False, "edgedepth.formats.onnx", dynamic_size=True,
            browser_runtime="ONNX Runtime Web",
            notice="- exported to ONNX (onnx/) with torch.onnx; FP16 with onnxruntime's float16 converter, INT8 with\n"
-                  "  onnxruntime quantize_dynamic;\n"),
+                  "  onnxruntime quantize_dynamic;\n",
+           hub_layout=True, card_delegation=lambda entry: "runtime's choice (ONNX Runtime / OpenVINO / transformers.js)"),
 )}
 NAMES = {f.name: f for f in FORMATS.values()}               # manifest "format" field -> Format
 BACKENDS = tuple(dict.fromkeys(b for f in FORMATS.values() for b in f.backends))  # every --backend value

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .. import formats
 from .hub_files import TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE
 
 PAPER = "https://arxiv.org/abs/2406.09414"
@@ -216,14 +217,14 @@ class _Card:
 
 def _card(m: dict) -> _Card:
     prov = m["provenance"]
-    models = [f for f in m["files"] if f.get("format") in ("tflite", "pte", "onnx")]
-    tflites = [f for f in models if f["format"] == "tflite"]
+    models = [f for f in m["files"] if f.get("format") in formats.NAMES]
+    tflites = [f for f in models if _fmt(f).gpu_check]        # the LiteRT files: the card's example and GPU rows
     first_size = prov["recipe"]["sizes"][0]
     floats = [f for f in tflites if f["input"]["dtype"] == "float32"] or tflites
     example = next((f for f in floats if f["precision"] == "fp32" and f["size"] == first_size),
                    next((f for f in floats if f["precision"] == "fp32"), floats[0] if floats else None))
     info = m.get("model") or {"family_member": "small", "kind": "relative", "license": "apache-2.0"}
-    return _Card(m, models, [f for f in models if f["format"] == "onnx"], tflites, example, info,
+    return _Card(m, models, [f for f in models if _fmt(f).hub_layout], tflites, example, info,
                  prov["checkpoint"]["source"] == "synthetic")
 
 
@@ -298,15 +299,9 @@ def _inputs_outputs(c: _Card) -> list[str]:
     return L
 
 
-def _delegation(f: dict) -> str:
-    """The Files table's "fully on GPU / delegation" cell."""
-    if f["format"] == "onnx":
-        return "runtime's choice (ONNX Runtime / OpenVINO / transformers.js)"
-    if f["format"] == "pte":
-        d = f["delegation"]
-        return (f"{f['backend']}: all {d['delegated_nodes']} nodes delegated" if d["fully_delegated"] else
-                f"{f['backend']}: {d['delegated_nodes']} delegated, {d['non_delegated_nodes']} on portable kernels")
-    return {True: "yes", False: "**no**", None: "not checked"}[f.get("gpu_fully_delegated")]
+def _fmt(entry: dict):
+    """The Format of a manifest entry (its "format" field)."""
+    return formats.NAMES[entry["format"]]
 
 
 def _files(c: _Card) -> list[str]:
@@ -315,7 +310,7 @@ def _files(c: _Card) -> list[str]:
     for f in c.models:
         size = f"{f['size']} verified; any multiples of 14" if f.get("dynamic_size") else f["size"]
         L.append(f"| `{f['path']}` | {_mb(f['bytes'])} | {f['precision']} | {size} | {f.get('ops', '–')} | "
-                 f"{_delegation(f)} | `{f['sha256']}` |")
+                 f"{_fmt(f).card_delegation(f)} | `{f['sha256']}` |")
     return L + [""]
 
 
@@ -418,7 +413,7 @@ def _provenance(c: _Card) -> list[str]:
 def render_model_card(m: dict) -> str:
     """The card, section by section (each a function of the manifest-derived :class:`_Card`)."""
     c = _card(m)
-    how = _how_to_run(m, c.example, c.onnx_files, any(f["format"] == "pte" for f in c.models), c.metric) \
+    how = _how_to_run(m, c.example, c.onnx_files, any(_fmt(f).export_backends for f in c.models), c.metric) \
         if c.example else []
     return "\n".join(_front_matter(c) + _about(c) + _which_file(c) + _inputs_outputs(c) + _files(c) + how
                      + _parity(c) + _latency(c) + _limitations(c) + _provenance(c))
