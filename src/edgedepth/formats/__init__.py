@@ -67,6 +67,12 @@ FORMATS: dict[str, Format] = {f.suffix: f for f in (
            hub_layout=True, card_delegation=lambda entry: "runtime's choice (ONNX Runtime / OpenVINO / transformers.js)"),
 )}
 NAMES = {f.name: f for f in FORMATS.values()}               # manifest "format" field -> Format
+
+
+def entry_format(entry: dict) -> Format | None:
+    """The Format of a manifest entry (its "format" field), or None for a file of no model format (config, card)."""
+    return NAMES.get(entry.get("format"))
+
 BACKENDS = tuple(dict.fromkeys(b for f in FORMATS.values() for b in f.backends))  # every --backend value
 SUFFIXES = tuple(FORMATS)
 TARGETS = {f.target_name: f for f in FORMATS.values()}      # export --target NAME

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import formats
+from ..formats import entry_format
 from .hub_files import TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE
 
 PAPER = "https://arxiv.org/abs/2406.09414"
@@ -217,14 +217,14 @@ class _Card:
 
 def _card(m: dict) -> _Card:
     prov = m["provenance"]
-    models = [f for f in m["files"] if f.get("format") in formats.NAMES]
-    tflites = [f for f in models if _fmt(f).gpu_check]        # the LiteRT files: the card's example and GPU rows
+    models = [f for f in m["files"] if entry_format(f)]
+    tflites = [f for f in models if entry_format(f).gpu_check]      # the LiteRT files: the card's example and GPU rows
     first_size = prov["recipe"]["sizes"][0]
     floats = [f for f in tflites if f["input"]["dtype"] == "float32"] or tflites
     example = next((f for f in floats if f["precision"] == "fp32" and f["size"] == first_size),
                    next((f for f in floats if f["precision"] == "fp32"), floats[0] if floats else None))
     info = m.get("model") or {"family_member": "small", "kind": "relative", "license": "apache-2.0"}
-    return _Card(m, models, [f for f in models if _fmt(f).hub_layout], tflites, example, info,
+    return _Card(m, models, [f for f in models if entry_format(f).hub_layout], tflites, example, info,
                  prov["checkpoint"]["source"] == "synthetic")
 
 
@@ -299,18 +299,13 @@ def _inputs_outputs(c: _Card) -> list[str]:
     return L
 
 
-def _fmt(entry: dict):
-    """The Format of a manifest entry (its "format" field)."""
-    return formats.NAMES[entry["format"]]
-
-
 def _files(c: _Card) -> list[str]:
     L = ["## Files", "", "| file | size | precision | input H×W | ops | fully on GPU / delegation | SHA-256 |",
          "|---|---|---|---|---|---|---|"]
     for f in c.models:
         size = f"{f['size']} verified; any multiples of 14" if f.get("dynamic_size") else f["size"]
         L.append(f"| `{f['path']}` | {_mb(f['bytes'])} | {f['precision']} | {size} | {f.get('ops', '–')} | "
-                 f"{_fmt(f).card_delegation(f)} | `{f['sha256']}` |")
+                 f"{entry_format(f).card_delegation(f)} | `{f['sha256']}` |")
     return L + [""]
 
 
@@ -413,7 +408,7 @@ def _provenance(c: _Card) -> list[str]:
 def render_model_card(m: dict) -> str:
     """The card, section by section (each a function of the manifest-derived :class:`_Card`)."""
     c = _card(m)
-    how = _how_to_run(m, c.example, c.onnx_files, any(_fmt(f).export_backends for f in c.models), c.metric) \
+    how = _how_to_run(m, c.example, c.onnx_files, any(entry_format(f).export_backends for f in c.models), c.metric) \
         if c.example else []
     return "\n".join(_front_matter(c) + _about(c) + _which_file(c) + _inputs_outputs(c) + _files(c) + how
                      + _parity(c) + _latency(c) + _limitations(c) + _provenance(c))

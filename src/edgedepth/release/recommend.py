@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import collections
 
-from .. import formats
+from ..formats import entry_format
 
 FLOAT = ("fp16", "fp32")
 
@@ -65,14 +65,8 @@ def _fastest(ok: list[dict], fp32: dict, backend: str, where: str, label: str, p
                                       f"{_parity(f, psrc):.1e}"}
 
 
-def _gpu_checked_format(entry: dict) -> bool:
-    """A file of the format the GPU recommendation is made from (the one with a GPU-delegation check: .tflite)."""
-    fmt = formats.NAMES.get(entry.get("format"))
-    return bool(fmt and fmt.gpu_check)
-
-
 def recommend(entries: list[dict], size: str, gate: float) -> dict:
-    every = [f for f in entries if _gpu_checked_format(f) and f.get("size") == size]
+    every = [f for f in entries if (fmt := entry_format(f)) and fmt.gpu_check and f.get("size") == size]
     files = [f for f in every if _input_dtype(f) == "float32"]
     if not files:
         return {}
