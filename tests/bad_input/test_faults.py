@@ -119,6 +119,40 @@ def test_swallowed_interrupt_still_ends_the_work(where):
     assert "Exception ignored" not in r.stderr, r.stderr
 
 
+_DURING_IMPORT = textwrap.dedent("""
+    import signal, sys, time
+    from edgedepth import interrupt
+
+    with interrupt.handling():
+        try:
+            import slow_module              # Ctrl-C arrives during its import: must not be raised inside it
+            print("imported", slow_module.DONE)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                sum(range(1000))
+            print("carried on")
+        except KeyboardInterrupt:
+            print("interrupted")
+            sys.exit(130)
+""")
+
+
+def test_interrupt_during_an_import_is_delivered_after_it(tmp_path):
+    """D10: Ctrl-C while a module is imported (as jaxlib is when a conversion starts: raised inside an extension's
+    initialisation it aborted the process, exit -6 or -11) finishes the import, then ends the work with 130."""
+    (tmp_path / "slow_module.py").write_text(textwrap.dedent("""
+        import signal, time
+        signal.raise_signal(signal.SIGINT)
+        t = time.monotonic()
+        while time.monotonic() - t < 0.5:      # more import work after the interrupt
+            sum(range(1000))
+        DONE = True
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", _DURING_IMPORT], capture_output=True, text=True, timeout=600, env=env)
+    assert (r.returncode, r.stdout.split()) == (130, ["imported", "True", "interrupted"]), r.stdout + r.stderr
+
+
 @pytest.fixture()
 def full_disk(tmp_path):
     """A 256 KiB tmpfs filled to the last byte (root: CI and `make test` run as root); unmounted afterwards."""
