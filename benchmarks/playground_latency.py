@@ -27,7 +27,7 @@ LiteRT.js the page also splits each call into write (``new Tensor``), run (``mod
 reported; rel-L2 = ||a - b|| / ||b|| (float64) between the outputs of the same input: LiteRT.js vs Python LiteRT,
 ORT-web vs Python ORT, and ORT-web vs LiteRT.js. Per page it records the threads each runtime runs with
 (``edgedepth.runtime``), whether the page is cross-origin isolated, which wasm binaries it fetched (the threaded
-relaxed-SIMD LiteRT.js build is ``litert_wasm_threaded_internal.wasm``; web/app.js loads it when the page is isolated
+relaxed-SIMD LiteRT.js build is ``litert_wasm_threaded_internal.wasm``; web/runtimes/litert.js loads it when the page is isolated
 and the browser supports threads and relaxed SIMD) and the backend that actually ran (a WebGPU request can fall back).
 The machine's load average and any other heavy job (``--busy-pattern``) seen before and after are recorded: a shared
 machine is said so in the JSON.
@@ -57,6 +57,8 @@ import time
 
 import numpy as np
 
+from edgedepth.verify.parity import rel_l2
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "playground_latency.json")
 PHOTO = os.path.join(ROOT, "tests", "vectors", "rgb_160x120.png")
@@ -83,11 +85,6 @@ def stats(ms: list[float]) -> dict:
     p25, med, p75 = (float(v) for v in np.percentile(a, [25, 50, 75]))
     return {"n": int(len(a)), "median_ms": med, "p25_ms": p25, "p75_ms": p75, "iqr_ms": p75 - p25,
             "min_ms": float(a.min()), "max_ms": float(a.max())}
-
-
-def rel_l2(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
-    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
 _TICK = os.sysconf("SC_CLK_TCK")

@@ -338,6 +338,9 @@ def test_serve_mime_types_and_isolation_headers(plain_release, serve_folder):
         return r.status, dict(r.getheaders()), body
 
     expected = {"/": "text/html", "/app.js": "text/javascript", "/preprocess.js": "text/javascript",
+                "/files.js": "text/javascript", "/manifest.js": "text/javascript", "/model.js": "text/javascript",
+                "/view.js": "text/javascript", "/runtimes/index.js": "text/javascript",
+                "/runtimes/litert.js": "text/javascript", "/runtimes/ort.js": "text/javascript",
                 "/release/manifest.json": "application/json", f"/release/{fp32}": "application/octet-stream",
                 "/vendor/@litertjs/core/dist/index.js": "text/javascript",
                 "/vendor/@litertjs/core/wasm/litert_wasm_threaded_internal.wasm": "application/wasm",
@@ -345,7 +348,7 @@ def test_serve_mime_types_and_isolation_headers(plain_release, serve_folder):
                 "/vendor/onnxruntime-web/dist/ort.webgpu.min.mjs": "text/javascript",
                 "/vendor/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs": "text/javascript",
                 "/vendor/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm": "application/wasm",
-                "/tjs.js": "text/javascript",
+                "/runtimes/tjs.js": "text/javascript",
                 "/vendor/@huggingface/transformers/dist/transformers.min.js": "text/javascript",
                 "/vendor/@huggingface/transformers/dist/transformers.js": "text/javascript",
                 "/vendor/@huggingface/transformers/ort/ort-wasm-simd-threaded.asyncify.mjs": "text/javascript",
@@ -371,7 +374,8 @@ def test_serve_mime_types_and_isolation_headers(plain_release, serve_folder):
     open(os.path.join(plain_release["folder"], "secret.txt"), "w").write("no")
     try:
         for path in ("/release/secret.txt", "/release/../../../etc/passwd", "/release/%2e%2e/%2e%2e/etc/passwd",
-                     "/../pyproject.toml", "/node_modules/@litertjs/core/package.json", "/vendor/@litertjs/core/README.md",
+                     "/../pyproject.toml", "/runtimes/../../pyproject.toml", "/runtimes/%2e%2e/%2e%2e/pyproject.toml",
+                     "/node_modules/@litertjs/core/package.json", "/vendor/@litertjs/core/README.md",
                      "/vendor/other/x.js", "/package-lock.json", "/nope.html",
                      "/vendor/onnxruntime-web/package.json", "/vendor/onnxruntime-web/dist/ort.min.js",
                      "/vendor/onnxruntime-web/dist/ort.webgpu.min.mjs.map", "/vendor/onnxruntime-web/dist/../package.json",
@@ -386,6 +390,17 @@ def test_serve_mime_types_and_isolation_headers(plain_release, serve_folder):
             assert get(path)[0] == 404, path
     finally:
         os.remove(os.path.join(plain_release["folder"], "secret.txt"))
+
+
+def test_files_js_in_node():
+    """web/files.js (SHA-256, the manifest check, download with progress, the Cache Storage rules) as plain functions
+    in Node, without a browser: tests/js/files_test.mjs (node:test; fake network and cache)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not installed: run `make setup` (it installs nodejs and npm)", pytrace=False)
+    r = subprocess.run([node, "--test", os.path.join(ROOT, "tests", "js", "files_test.mjs")], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "# fail 0" in r.stdout, r.stdout[-4000:] + r.stderr[-2000:]
 
 
 # ---------------------------------------------------------------------------------------------------- preprocessing
@@ -1071,7 +1086,7 @@ def test_ort_web_placement_log_parser(tiny_release, serve_folder, open_page):
     the placement, or one whose counts do not add up, is an error (the page then refuses the split session, with it
     as the reason), never an empty CPU list."""
     p = open_page(f"{serve_folder(str(tiny_release))}?runtime=ort&backend=wasm")
-    got = p.page.evaluate("""async () => { const m = await import('./ort.js');
+    got = p.page.evaluate("""async () => { const m = await import('./runtimes/ort.js');
         const at = (s) => '2026-12-05 00:13:31.5 [V:onnxruntime:, session_state.cc:1584 ' +
             `VerifyEachNodeIsAssignedToAnEp] ${s}`;
         const log = [at(' Node placements'), at('  Node(s) placed on [CPUExecutionProvider]. Number of nodes: 2'),

@@ -2,7 +2,8 @@
 
 Serves these from one origin (standard library ``http.server``, no web framework):
 
-- ``/``                      the playground page (``web/``: plain ES modules, no bundler);
+- ``/``                      the playground page (``web/`` and its subfolders such as ``runtimes/``, never
+                             node_modules/, package files or dot-files: plain ES modules, no bundler);
 - ``/vendor/@litertjs/...``  the LiteRT.js runtime installed by ``npm ci --prefix web`` (pinned in web/package-lock.json;
                              never a CDN);
 - ``/vendor/onnxruntime-web/dist/*.{mjs,wasm}``  ONNX Runtime Web, installed the same way (only its ES modules and

@@ -1,6 +1,9 @@
-// ONNX Runtime Web for the playground: one [1,3,H,W] float32 input -> one [1,H,W] output, on WebGPU or wasm.
+// ONNX Runtime Web for the playground: manifest files of format "onnx", one [1,3,H,W] float32 input -> one [1,H,W]
+// output, on WebGPU or wasm (the runtime shape of web/runtimes/: see litert.js; the default export below).
 // ORT-web (its WebGPU + wasm build, `onnxruntime-web/webgpu`) is imported on first use, from /vendor/ (never a CDN),
-// so a missing install only breaks the ONNX runtime, not the page. The backend choice and fallback rules are app.js's.
+// so a missing install only breaks the ONNX runtime, not the page. The backend choice and fallback rules are model.js's.
+
+import { msg } from '../files.js';
 
 const DIST = './vendor/onnxruntime-web/dist/';
 const STRICT = 'fallback to CPU EP has been explicitly disabled';
@@ -374,3 +377,49 @@ export async function runSession(session, tensor, H, W) {
     for (const t of Object.values(outputs)) t.dispose();
   }
 }
+
+/** A session as the page's model shape: input tensor + session.run + output read-back; release on dispose. */
+function wrap(session) {
+  return { session, run: (tensor, H, W) => runSession(session, tensor, H, W), dispose: () => session.release() };
+}
+
+/** ONNX Runtime Web on WebGPU (its WebGPU execution provider): {model, cpuNodes} or {reason}. No CPU fallback, except
+ * the int64 shape computations ORT keeps on the CPU in a dynamic-size graph, read from its node-placement log and
+ * checked (createWebGpuSession): cpuNodes lists them ([] = the whole graph on WebGPU; then `label` and `note` say so). */
+async function webgpu(bytes) {
+  try {
+    const { session, cpuNodes } = await createWebGpuSession(bytes);
+    const r = { model: wrap(session), cpuNodes };
+    if (cpuNodes.length) {
+      r.note = `ONNX Runtime Web on WebGPU: ${cpuNodes.length} nodes run on the CPU, all of them int64 shape ` +
+        'computations (checked in ONNX Runtime\'s node-placement log and in the file\'s types), as ONNX Runtime ' +
+        `places them for dynamic-size models: ${opCounts(cpuNodes)} (${cpuNodes.map((n) => n.name).join(', ')}).`;
+      r.label = `WebGPU (${cpuNodes.length} shape-computation nodes on the CPU, as ONNX Runtime places them for ` +
+        `dynamic-size models: ${opCounts(cpuNodes)})`;
+    }
+    return r;
+  } catch (e) {
+    return {
+      reason: e.notFullyDelegated ? 'the model is not fully delegated to WebGPU (ONNX Runtime would run some nodes ' +
+        `on the CPU: ${e.message})` : `WebGPU session creation failed: ${e.message}`,
+    };
+  }
+}
+
+export default {
+  id: 'ort',
+  name: 'ONNX Runtime Web',
+  formats: ['onnx'],
+  /** Load ORT-web with the page's wasm thread count (the same CPU budget as LiteRT.js): {version, threads}. */
+  async start(threads) {
+    try {
+      return await loadOrt(threads);
+    } catch (e) {
+      throw new Error(`ONNX Runtime Web could not start (${msg(e)}). Is \`npm ci --prefix web\` done? Run it and ` +
+        'restart `edgedepth serve`');
+    }
+  },
+  info: ortInfo,     // after a session: ORT drops to 1 thread where SharedArrayBuffer is unavailable
+  webgpu,
+  wasm: async (bytes) => wrap(await createSession(bytes, 'wasm')),
+};

@@ -1,13 +1,17 @@
-// transformers.js for the playground: `pipeline('depth-estimation')` on the release folder, on WebGPU or wasm.
+// transformers.js for the playground: `pipeline('depth-estimation')` on the release folder, on WebGPU or wasm (the
+// runtime shape of web/runtimes/: see litert.js; the default export below). It runs the manifest's "onnx" files that
+// it can load as onnx/model<dtype suffix>.onnx, when the manifest also lists config.json and preprocessor_config.json.
 // Its browser bundle (with the ONNX Runtime Web build it was made with, 1.31.0-dev, not the page's 1.31.1) is imported
 // on first use from /vendor/ (never a CDN), its wasm from /vendor/@huggingface/transformers/ort/. The backend choice
-// and fallback rules are app.js's.
+// and fallback rules are model.js's.
 //
 // Every byte transformers.js runs comes from the page's verified store: the folder is exposed to it as a "local model"
 // under a virtual path (LOCAL, never on the server) whose files it can only get through `env.customCache`, which answers
-// with the bytes app.js downloaded, checked against manifest.json's SHA-256 and kept in Cache Storage. `env.fetch` (its
-// only other way to the network) answers 404 and records the URL, and `env.allowRemoteModels` is false: a file that is
-// not in manifest.json is "not found", never fetched.
+// with the bytes model.js downloaded, checked against manifest.json's SHA-256 and kept in Cache Storage. `env.fetch`
+// (its only other way to the network) answers 404 and records the URL, and `env.allowRemoteModels` is false: a file
+// that is not in manifest.json is "not found", never fetched.
+
+import { mb, msg, Refused, verifiable } from '../files.js';
 
 const BUNDLE = './vendor/@huggingface/transformers/dist/transformers.min.js';
 const ORT_DIST = './vendor/@huggingface/transformers/ort/';
@@ -23,7 +27,7 @@ let T = null;
 let threadCount = 1;
 let generation = 0;         // a fresh module instance after a failed session creation (see createPipeline)
 let poisoned = false;
-let source = null;          // path -> Promise<Uint8Array | null>: the verified bytes of a manifest file (app.js)
+let source = null;          // path -> Promise<Uint8Array | null>: the verified bytes of a manifest file (model.js)
 const asked = new Map();    // path -> the promise given for it during the current load (one verification per file)
 export const served = [];   // manifest paths transformers.js got through the verified cache
 export const unverified = [];   // URLs transformers.js tried to fetch itself (answered 404)
@@ -74,7 +78,8 @@ export async function loadTjs(threads) {
   threadCount = threads;
   if (!tjsPromise) {
     // ?instance=N: a second, independent copy of the module (the server ignores the query)
-    tjsPromise = import(generation ? `${BUNDLE}?instance=${generation}` : BUNDLE).then((m) => {
+    const url = new URL(BUNDLE, location.href).href;   // the page's vendor/, not runtimes/vendor/
+    tjsPromise = import(generation ? `${url}?instance=${generation}` : url).then((m) => {
       const { env } = m;
       Object.assign(env, {
         allowRemoteModels: false, allowLocalModels: true, localModelPath: LOCAL, useFS: false, useBrowserCache: false,
@@ -193,3 +198,59 @@ export async function runModel(pipe, tensor, H, W) {
 export async function disposePipeline(pipe) {
   await pipe.dispose();
 }
+
+// ---------------------------------------------------------------------------------------------------- the runtime
+
+const CONFIGS = ['config.json', 'preprocessor_config.json'];    // what its pipeline reads beside the model
+
+/** The pipeline as the page's model shape: run = its model alone on a tensor; pipeline / pixelValues for the page's
+ * transformers.js comparisons (model.js inferTjs). */
+function wrap(pipe) {
+  return { pipe, run: (tensor, H, W) => runModel(pipe, tensor, H, W), dispose: () => disposePipeline(pipe),
+    pipeline: (rgba, width, height) => runPipeline(pipe, rgba, width, height),
+    pixelValues: (rgba, width, height) => pixelValues(pipe, rgba, width, height) };
+}
+
+export default {
+  id: 'tjs',
+  name: 'transformers.js',
+  formats: ['onnx'],
+  /** An .onnx at the path transformers.js loads for a dtype, in a folder whose manifest lists (verifiably) the two
+   * configs its pipeline needs. */
+  accepts: (f, manifest) => !!dtypeOf(f.path) &&
+    CONFIGS.every((p) => verifiable(manifest.files.find((x) => x.path === p))),
+  kind: 'transformers.js .onnx (onnx/model*.onnx)',   // what ?artifact= must name
+  folder: true,    // webgpu/wasm get a source (manifest path -> verified bytes), not one file's bytes
+  label: (f) => [`dtype ${dtypeOf(f.path)}`, f.path, `${mb(f.bytes)} MB`, f.dynamic_size ? 'dynamic size' : '']
+    .filter(Boolean).join(' · '),
+  about(f) {
+    const [, , h, w] = f.input.shape;
+    return `${f.path} — transformers.js pipeline('depth-estimation'), dtype ${dtypeOf(f.path)}, ` +
+      'with this folder\'s config.json and preprocessor_config.json (its own preprocessing and input size; ' +
+      `manifest.json verified the file at ${h}x${w}` + (f.dynamic_size ? ', dynamic height and width' : '') +
+      `), sha256 ${f.sha256.slice(0, 16)}…`;
+  },
+  title: (info) => `transformers.js ${info.version} (its ONNX Runtime Web ${info.ort})`,
+  webgpuLabel: 'WebGPU (as transformers.js runs it: ORT-web may keep shape computations on the CPU)',
+  /** Load it with the page's wasm thread count (its own ORT-web build): {version, ort, threads}. */
+  async start(threads) {
+    try {
+      return await loadTjs(threads);
+    } catch (e) {
+      throw new Error(`transformers.js could not start (${msg(e)}). Is \`make setup\` (or \`npm ci --prefix web\`) ` +
+        'done? Run it and restart `edgedepth serve`');
+    }
+  },
+  info: tjsInfo,
+  /** On WebGPU (device 'webgpu': ORT-web's WebGPU execution provider, as transformers.js sets it up): {model} or
+   * {reason}. A refused file is an error, not a reason to try wasm. */
+  async webgpu(files, entry) {
+    try {
+      return { model: wrap(await createPipeline(dtypeOf(entry.path), 'webgpu', files)) };
+    } catch (e) {
+      if (e instanceof Refused) throw e;
+      return { reason: `transformers.js could not build its pipeline on WebGPU: ${e.message}` };
+    }
+  },
+  wasm: async (files, entry) => wrap(await createPipeline(dtypeOf(entry.path), 'wasm', files)),
+};
