@@ -34,15 +34,11 @@ from edgedepth.checkpoint import DepthModule, load_checkpoint
 from edgedepth.rewrites import REWRITES
 from edgedepth.runtimes.executorch import ExecuTorchRunner
 from edgedepth.formats import pte as et
+from edgedepth.verify.parity import rel_l2
 
 OUT = "out/executorch_measure"
 THREADS = 2
 WARMUP, ITERS = 3, 15
-
-
-def rel_l2(a, b) -> float:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
 def latency(fn, x):

@@ -1,7 +1,7 @@
 """The model family at 518x686 (issue 17): every Depth Anything V2 member edgedepth knows, exported, checked and timed
 the same way — one table of size, ops, GPU delegation, accuracy, CPU / H200 latency and export cost.
 
-Members: the synthetic stand-ins (full architecture, seeded realistic weights; ``edgedepth.family``) of Small relative,
+Members: the synthetic stand-ins (full architecture, seeded realistic weights; ``edgedepth.models``) of Small relative,
 Metric-Indoor-Small, Metric-Outdoor-Small, Base and Large.  Depth quality does not transfer to the trained
 checkpoints; graph, ops, delegation, latency, parity and export cost do.
 
@@ -57,7 +57,7 @@ def _log(msg: str) -> None:
 
 
 def _member(name: str):
-    from edgedepth.family import MEMBERS as ALL, SYNTHETIC
+    from edgedepth.models import MEMBERS as ALL, SYNTHETIC
 
     return ALL[SYNTHETIC[name][0]]
 

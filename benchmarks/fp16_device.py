@@ -65,7 +65,7 @@ def _float_tensors(model) -> dict:
     """name -> (tensor, float32 values or None) for the FLOAT32 tensors with inline data."""
     from ai_edge_litert import schema_py_generated as S
 
-    from edgedepth.transport import _name
+    from edgedepth.transport import tensor_name
 
     out = {}
     for t in model.subgraphs[0].tensors:
@@ -73,7 +73,7 @@ def _float_tensors(model) -> dict:
         vals = None
         if t.type == S.TensorType.FLOAT32 and buf.data is not None and len(buf.data):
             vals = np.frombuffer(np.asarray(buf.data, np.uint8).tobytes(), np.float32)
-        out[_name(t)] = (t, vals)
+        out[tensor_name(t)] = (t, vals)
     return out
 
 
@@ -88,10 +88,10 @@ def _stripped_names(model) -> tuple[list[str], object]:
 
 def exponents(safe_fp32: str, opt_fp32: str, names: list[str]) -> dict[str, int]:
     """Per tensor e with safe == opt * 2^e exactly (same-named tensors); raises if any tensor is not so related."""
-    from edgedepth.transport import _load
+    from edgedepth.transport import load_model
 
-    _, a = _load(safe_fp32)
-    _, b = _load(opt_fp32)
+    _, a = load_model(safe_fp32)
+    _, b = load_model(opt_fp32)
     ta, tb = _float_tensors(a), _float_tensors(b)
     out = {}
     for n in names:
@@ -110,17 +110,17 @@ def exponents(safe_fp32: str, opt_fp32: str, names: list[str]) -> dict[str, int]
 
 def derive(stripped: str, source_fp32: str, exps: dict[str, int], out_path: str) -> int:
     """Refill a stripped graph from another FP32 graph's same-named tensors times 2^e; returns tensors filled."""
-    from edgedepth.transport import _load, _name, _save
+    from edgedepth.transport import load_model, save_model, tensor_name
 
-    _, model = _load(stripped)
+    _, model = load_model(stripped)
     wanted, entry = _stripped_names(model)
     model.metadata = [m for m in model.metadata if m is not entry]
     model.buffers[entry.buffer].data = None
-    _, src = _load(source_fp32)
+    _, src = load_model(source_fp32)
     st = _float_tensors(src)
     filled = 0
     for t in model.subgraphs[0].tensors:
-        n = _name(t)
+        n = tensor_name(t)
         if n not in wanted:
             continue
         vals = st[n][1]
@@ -129,7 +129,7 @@ def derive(stripped: str, source_fp32: str, exps: dict[str, int], out_path: str)
         filled += 1
     if filled != len(wanted):
         raise SystemExit(f"derived {filled} of {len(wanted)} tensors")
-    _save(model, out_path)
+    save_model(model, out_path)
     return filled
 
 
@@ -170,17 +170,17 @@ def prepare(a) -> None:
     litert.quantize_int8(files["opt"], os.path.join(BUNDLE, "opt_int8.tflite"))
     transport.strip(files["opt"], os.path.join(BUNDLE, "opt.stripped.tflite"))
     transport.strip(files["safe"], os.path.join(BUNDLE, "safe.stripped.tflite"))
-    from edgedepth.transport import _load
+    from edgedepth.transport import load_model
 
-    names, _ = _stripped_names(_load(os.path.join(BUNDLE, "safe.stripped.tflite"))[1])
+    names, _ = _stripped_names(load_model(os.path.join(BUNDLE, "safe.stripped.tflite"))[1])
     exps = exponents(files["safe"], files["opt"], names)
     with open(os.path.join(BUNDLE, "safe.exponents.json"), "w") as f:
         json.dump(exps, f, indent=0, sort_keys=True)
     # check the derivation reproduces the real fp16-safe file bit for bit, given the real optimised file
     check = os.path.join(WORK, "safe.derived.tflite")
     derive(os.path.join(BUNDLE, "safe.stripped.tflite"), files["opt"], exps, check)
-    _, d = _load(check)
-    _, s = _load(files["safe"])
+    _, d = load_model(check)
+    _, s = load_model(files["safe"])
     td, ts = _float_tensors(d), _float_tensors(s)
     assert all(np.array_equal(td[n][1], ts[n][1]) for n in names), "derived fp16-safe weights differ"
     # FP32 parity here: LiteRT CPU, fp16-safe vs optimised (both original FP32 files), one image

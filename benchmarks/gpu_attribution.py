@@ -277,11 +277,11 @@ def _convert(module, shape, path):
     import litert_torch
     import torch
 
-    from edgedepth.formats.tflite import _quiet
+    from edgedepth.progress import quiet_output
     from edgedepth.fsutil import atomic_path
 
     sample = torch.from_numpy(np.random.default_rng(0).standard_normal(shape, dtype=np.float32))
-    with _quiet(True), torch.no_grad():
+    with quiet_output(True), torch.no_grad():
         edge = litert_torch.convert(module.eval(), (sample,))
         with atomic_path(path) as tmp:
             edge.export(tmp)

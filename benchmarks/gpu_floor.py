@@ -54,7 +54,7 @@ def build(folder: str) -> None:
     import torch
     from torch import nn
 
-    from edgedepth.formats.tflite import _quiet
+    from edgedepth.progress import quiet_output
 
     class IO(nn.Module):
         def __init__(self, kind):
@@ -67,7 +67,7 @@ def build(folder: str) -> None:
 
     shape = (1, 3, 518, 686)
     for kind, sample in (("io_f16", torch.randn(shape).half()), ("io_u8", torch.randint(0, 256, shape, dtype=torch.uint8))):
-        with _quiet(True), torch.no_grad():
+        with quiet_output(True), torch.no_grad():
             litert_torch.convert(IO(kind).eval(), (sample,)).export(os.path.join(folder, kind + ".tflite"))
         print("built", kind)
     from edgedepth import formats, transport

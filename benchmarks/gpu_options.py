@@ -120,13 +120,13 @@ def _build(variants: dict) -> tuple[dict, dict]:
 def _correctness(files: dict, live: dict, n_images: int) -> dict:
     """Pooled rel-L2 of every variant vs LiteRT CPU on the same file, over ``n_images`` photos."""
     from edgedepth.runtimes.litert import LiteRTRunner
-    from edgedepth.verify.bench import _input_for
+    from edgedepth.verify.bench import input_for
     from edgedepth.verify.parity import ParityAccumulator
 
     out = {}
     for label, path in files.items():
         cpu = LiteRTRunner(path, backend="cpu", threads=os.cpu_count() or 4)
-        xs = [_input_for(cpu, x) for x in _photos((1, 3) + SIZE, n_images)]
+        xs = [input_for(cpu, x) for x in _photos((1, 3) + SIZE, n_images)]
         refs = [cpu.run(x) for x in xs]
         cpu.close()
         for name, (vlabel, r) in live.items():

@@ -24,13 +24,9 @@ from edgedepth.fsutil import sha256_file
 from edgedepth.rewrites import PIPELINE, prepare
 from edgedepth.runtimes.onnxruntime import OrtRunner
 from edgedepth.verify.bench import environment, run_interleaved
+from edgedepth.verify.parity import rel_l2
 
 H, W = 518, 686
-
-
-def rel_l2(a, b) -> float:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
 def main() -> None:

@@ -37,14 +37,11 @@ import time
 
 import numpy as np
 
+from edgedepth.verify.parity import rel_l2
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TJS_RUN = os.path.join(ROOT, "tests", "js", "tjs_run.mjs")
 SIZE = "518x686"          # the size the dynamic file is exported, checked and timed at by edgedepth
-
-
-def rel_l2(a, b) -> float:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
 def pearson(a, b) -> float:

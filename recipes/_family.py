@@ -12,7 +12,7 @@ the manifest records the SHA-256 of every weight file that was loaded.  Committe
 import os
 import runpy
 
-from edgedepth.family import MEMBERS
+from edgedepth.models import MEMBERS
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = os.path.join(_HERE, "depth-anything-v2-small.py")

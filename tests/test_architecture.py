@@ -11,7 +11,7 @@ SRC = os.path.join(ROOT, "src", "edgedepth")
 
 def test_import_layers_contract():
     """No import loop and no upward import (cli -> api/serve -> release -> verify -> formats -> runtimes -> rewrites
-    -> fp16 -> checkpoint -> data -> basics), function-level imports included."""
+    -> fp16 -> checkpoint -> models -> data -> basics), function-level imports included."""
     lint = os.path.join(os.path.dirname(sys.executable), "lint-imports")
     assert os.path.isfile(lint), "import-linter is not installed (requirements.txt pins it; run `make setup`)"
     r = subprocess.run([lint, "--config", os.path.join(ROOT, "pyproject.toml")], capture_output=True, text=True,
@@ -65,6 +65,54 @@ def test_no_format_name_switch_outside_the_format_registry():
             if f.endswith(".py"):
                 offenders += [f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}"
                               for i, line in enumerate(open(path, encoding="utf-8"), 1) if pattern.search(line)]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_model_families_are_packages_listed_once():
+    """Adding a family is one package under models/ plus one entry in models.FAMILIES (issue 29 item 4): every
+    package there is listed, each family implements the whole ModelFamily seam, member and stand-in names are unique
+    over all families, and only models/ (its list) and rewrites/_base.py (the rewrites' FAMILIES) import a family
+    package; no code outside models/ compares with a family's name or model_type."""
+    import edgedepth.models as models
+    from edgedepth.models.base import ModelFamily
+
+    packages = {n for n in os.listdir(os.path.join(SRC, "models"))
+                if os.path.isfile(os.path.join(SRC, "models", n, "__init__.py"))}
+    assert packages == {type(f).__module__.rsplit(".", 1)[-1] for f in models.FAMILIES}
+    assert all(isinstance(f, ModelFamily) and not getattr(type(f), "__abstractmethods__", None) for f in models.FAMILIES)
+    assert sum(len(f.members) for f in models.FAMILIES) == len(models.MEMBERS)
+    assert sum(len(f.synthetic) for f in models.FAMILIES) == len(models.SYNTHETIC)
+    names = "|".join(re.escape(x) for f in models.FAMILIES for x in (f.name, *f.model_types))
+    switch = re.compile(rf"""(==|!=)\s*["']({names})["']|\bin\s*\(\s*["']({names})["']""")
+    family_import = re.compile(r"(from|import)\s+(edgedepth|\.+)\.?models\.(?!base\b|_)\w+")
+    offenders = []
+    for dirpath, _, files in os.walk(SRC):
+        for f in (f for f in files if f.endswith(".py")):
+            path = os.path.join(dirpath, f)
+            rel = os.path.relpath(path, SRC)
+            for i, line in enumerate(open(path, encoding="utf-8"), 1):
+                if rel.startswith("models" + os.sep):
+                    continue
+                if switch.search(line) or (family_import.search(line) and rel != os.path.join("rewrites", "_base.py")):
+                    offenders.append(f"{rel}:{i}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_backend_name_switch_outside_runtimes_and_formats():
+    """Code outside runtimes/ and formats/ asks a backend's capabilities (``runtimes.BACKENDS[name].gpu``,
+    ``.reduced_precision``, ``REFERENCE_BACKEND``) instead of comparing its name or prefix (issue 29 item 3)."""
+    from edgedepth.runtimes import BACKENDS
+
+    names = "|".join(re.escape(b) for b in BACKENDS)
+    pattern = re.compile(rf"""(==|!=)\s*["']({names})["']|\bin\s*\(\s*["']({names})["']|startswith\(["']gpu""")
+    offenders = []
+    for dirpath, _, files in os.walk(SRC):
+        if os.path.relpath(dirpath, SRC).split(os.sep)[0] in ("runtimes", "formats"):
+            continue
+        for f in (f for f in files if f.endswith(".py")):
+            path = os.path.join(dirpath, f)
+            offenders += [f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}"
+                          for i, line in enumerate(open(path, encoding="utf-8"), 1) if pattern.search(line)]
     assert not offenders, "\n".join(offenders)
 
 

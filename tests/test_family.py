@@ -1,4 +1,4 @@
-"""The Depth Anything V2 family (edgedepth.family): every member's tiny stand-in goes through the same rewrites,
+"""The Depth Anything V2 family (edgedepth.models.depth_anything_v2): every member's tiny stand-in goes through the same rewrites,
 export and checks as Small; metric members output metres; licences and bad input."""
 
 import json
@@ -10,7 +10,8 @@ import pytest
 
 from edgedepth import formats
 from edgedepth.checkpoint import load_checkpoint
-from edgedepth.family import CC_BY_NC, MEMBERS, SYNTHETIC, member_of_config, member_of_file_name, member_of_hub_id
+from edgedepth.models import CC_BY_NC, MEMBERS, SYNTHETIC, member_of_file_name, member_of_hub_id
+from edgedepth.models.depth_anything_v2.members import member_of_config
 from edgedepth.formats import tflite
 from edgedepth.rewrites import prepare
 from edgedepth.runtimes.litert import LiteRTRunner
@@ -102,9 +103,11 @@ def test_export_of_a_non_commercial_member_says_so(tmp_path):
 
 def test_member_short_names_load_their_hub_id(monkeypatch):
     import edgedepth.checkpoint as ck
+    from edgedepth.models import depth_anything_v2
 
     seen = []
-    monkeypatch.setattr(ck, "_load_pretrained", lambda hf_id, rev, source: seen.append((hf_id, rev, source)))
+    monkeypatch.setattr(depth_anything_v2.DepthAnythingV2, "load_pretrained",
+                        lambda self, hf_id, rev, source: seen.append((hf_id, rev, source)))
     ck.load_checkpoint("metric-outdoor-small")
     ck.load_checkpoint("small")
     assert seen == [(MEMBERS["metric-outdoor-small"].hub_id, None, "hf"),
@@ -124,7 +127,7 @@ def test_family_table():
     assert member_of_hub_id("depth-anything/depth-anything-v2-metric-indoor-small-hf").max_depth == 20
     for name, (member_name, _arch) in SYNTHETIC.items():
         if "tiny" not in name:          # full-size stand-ins are recognised from their config alone
-            from edgedepth.checkpoint import synthetic_config
+            from edgedepth.models.depth_anything_v2.synthetic import synthetic_config
 
             assert member_of_config(synthetic_config(name)).name == member_name
 

@@ -164,6 +164,23 @@ def test_unknown_rewrite_name(tiny):
         apply_rewrites(tiny, TINY_H, TINY_W, names=["nope"])
 
 
+def test_rewrites_declare_their_families(tiny, monkeypatch):
+    """Every rewrite names the model families whose structure it walks (edgedepth.models); a model of no known family
+    is refused before anything runs, and a rewrite runs only on its families' models."""
+    from edgedepth.models import FAMILIES, family_of
+
+    known = {f.name for f in FAMILIES}
+    assert all(r.families and set(r.families) <= known for r in PIPELINE), [(r.name, r.families) for r in PIPELINE]
+    with pytest.raises(ValueError, match="no known family"):
+        apply_rewrites(torch.nn.Linear(2, 2), TINY_H, TINY_W)
+    import edgedepth.rewrites as rw
+
+    foreign = dataclasses.replace(PIPELINE[0], families=("another_family",))
+    monkeypatch.setitem(rw.REWRITES, foreign.name, foreign)
+    with pytest.raises(ValueError, match=f"do not apply to {family_of(tiny).name}"):
+        apply_rewrites(tiny, TINY_H, TINY_W, names=[foreign.name])
+
+
 def test_names_subset_runs_in_pipeline_order(tiny):
     _, report = apply_rewrites(tiny, TINY_H, TINY_W, names=["freeze_position_embedding", "drop_attention_mask"])
     assert [r["name"] for r in report] == ["drop_attention_mask", "freeze_position_embedding"]

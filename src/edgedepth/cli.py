@@ -20,6 +20,7 @@ import numpy as np
 
 from . import formats
 from .errors import EdgedepthError
+from .runtimes import BACKENDS as RUNTIME_BACKENDS, REFERENCE_BACKEND
 
 
 def _list_option(flag: str, text: str, allowed) -> list[str]:
@@ -133,7 +134,7 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
     from .checkpoint import DepthModule, load_checkpoint
     from .runtimes.torch import TorchRunner
 
-    if backend != "cpu":
+    if backend != REFERENCE_BACKEND:
         raise EdgedepthError(f"--backend {backend} needs a model file; a checkpoint runs in PyTorch on the CPU")
     size = parse_size(size_text) if size_text else DEFAULT_SIZE
     ckpt = load_checkpoint(model)
@@ -249,7 +250,7 @@ def cmd_bench(args) -> int:
         res["variants"][a.name]["sha256"] = a.sha256
     report = {"kind": "edgedepth.bench", "backend": backend, "input_shape": list(shape),
               "environment": environment(args.threads), **res}
-    if backend.startswith("gpu"):
+    if RUNTIME_BACKENDS[backend].gpu:
         report["environment"]["gpu_adapter"] = (arts[0].gpu_check() or {}).get("adapter")
     _write_or_print_json(args.json, report)
     if args.plot:
@@ -333,8 +334,13 @@ class _Options:
     size_default: str
 
 
+def _backends_help() -> str:
+    """The --backend values and what each is (edgedepth.runtimes.BACKENDS)."""
+    return ", ".join(f"{b.name} = {b.help}" for b in RUNTIME_BACKENDS.values() if b.name in formats.BACKENDS)
+
+
 def _options() -> _Options:
-    from .family import MEMBERS, SYNTHETIC
+    from .models import MEMBERS, SYNTHETIC
     from .preprocess import DEFAULT_SIZE, MAX_PIXELS
 
     quiet = argparse.ArgumentParser(add_help=False)
@@ -412,8 +418,7 @@ def _add_predict(sub, o: _Options) -> None:
     r.add_argument("images", nargs="+", metavar="IMAGE")
     r.add_argument("--model", default=DEFAULT_MODEL, help="a .tflite file or a checkpoint (as for export)")
     r.add_argument("--backend", default="cpu", choices=list(BACKENDS),
-                   help="cpu (LiteRT, ExecuTorch, ONNX Runtime), gpu = LiteRT GPU alone with FP32 compute enforced, "
-                        "gpu-fp16, openvino (.onnx) (default: %(default)s)")
+                   help=_backends_help() + " (default: %(default)s)")
     r.add_argument("--size", default=None,
                    help="HEIGHTxWIDTH for a checkpoint or a dynamic-size .onnx (other files have their own)")
     r.add_argument("-o", "--output", required=True, help="output folder")
@@ -432,7 +437,7 @@ def _add_validate(sub, o: _Options) -> None:
     v.add_argument("artifacts", nargs="+", metavar="ARTIFACT|DIR")
     v.add_argument("--model", default=DEFAULT_MODEL, help="the checkpoint the files came from (default: %(default)s)")
     v.add_argument("--backend", default="cpu",
-                   help=f"comma-separated: {','.join(BACKENDS)}; each file runs on those its format has "
+                   help=f"comma-separated: {_backends_help()}; each file runs on those its format has "
                         "(default: %(default)s)")
     v.add_argument("--images", default=None, help="a folder of your own photos (default: the bundled 110-image set)")
     v.add_argument("--limit", type=_whole(1), default=None, help="use N images (spread over all sources)")

@@ -1,6 +1,6 @@
 """Depth for photos: image -> model input -> depth -> resized back to the photo's size -> PNG / .npy / 16-bit PNG.
 
-Relative models: inverse depth, normalised per photo.  Metric models (``edgedepth.family``): metres end to end."""
+Relative models: inverse depth, normalised per photo.  Metric models (``edgedepth.models``): metres end to end."""
 
 from __future__ import annotations
 

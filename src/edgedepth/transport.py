@@ -24,13 +24,15 @@ from .fsutil import atomic_path
 STRIPPED_KEY = "edgedepth_stripped_tensors"
 
 
-def _load(path: str):
+def load_model(path: str):
+    """``(schema module, ModelT)`` of a .tflite (ai-edge-litert's schema bindings, object API)."""
     from ai_edge_litert import schema_py_generated as S
 
     return S, S.ModelT.InitFromPackedBuf(open(path, "rb").read(), 0)
 
 
-def _save(model, path: str) -> None:
+def save_model(model, path: str) -> None:
+    """Serialise a ModelT to ``path`` (TFL3 file identifier)."""
     import flatbuffers
 
     b = flatbuffers.Builder(1 << 20)
@@ -54,14 +56,14 @@ def _inline(model, data: bytes) -> None:
         b.offset = b.size = 0
 
 
-def _name(t) -> str:
+def tensor_name(t) -> str:
     return t.name.decode() if isinstance(t.name, bytes) else t.name
 
 
 def strip(fp32_path: str, out_path: str, min_bytes: int = 4096) -> int:
     """Empty every FLOAT32 / FLOAT16 buffer of at least ``min_bytes``; returns how many were emptied.  Buffers stored
     after the flatbuffer (offset/size, as ai-edge-quantizer writes them) are handled like inline ones."""
-    S, model = _load(fp32_path)
+    S, model = load_model(fp32_path)
     data = open(fp32_path, "rb").read()
     names = []
     for t in model.subgraphs[0].tensors:
@@ -69,7 +71,7 @@ def strip(fp32_path: str, out_path: str, min_bytes: int = 4096) -> int:
         raw = _buffer_bytes(buf, data)
         if t.type in (S.TensorType.FLOAT32, S.TensorType.FLOAT16) and raw is not None and len(raw) >= min_bytes:
             buf.data, buf.offset, buf.size = None, 0, 0
-            names.append(_name(t))
+            names.append(tensor_name(t))
     _inline(model, data)
     # the list of emptied tensors travels inside the file, as a metadata entry
     note = S.BufferT()
@@ -78,7 +80,7 @@ def strip(fp32_path: str, out_path: str, min_bytes: int = 4096) -> int:
     meta = S.MetadataT()
     meta.name, meta.buffer = STRIPPED_KEY, len(model.buffers) - 1
     model.metadata = (model.metadata or []) + [meta]
-    _save(model, out_path)
+    save_model(model, out_path)
     return len(names)
 
 
@@ -97,20 +99,20 @@ def _take_stripped(model, path: str) -> set:
 def _refill(stripped_path: str, out_path: str, values) -> int:
     """Refill every tensor ``strip`` emptied with ``values(S, tensor, shape) -> numpy array`` (its bytes are stored),
     in tensor order; write ``out_path``.  Returns how many were refilled (all of them, or an error)."""
-    S, model = _load(stripped_path)
+    S, model = load_model(stripped_path)
     wanted = _take_stripped(model, stripped_path)
     filled = 0
     for t in model.subgraphs[0].tensors:
-        if _name(t) in wanted:
+        if tensor_name(t) in wanted:
             shape = [int(s) for s in t.shape]
             vals = np.ascontiguousarray(values(S, t, shape))
             if vals.size != int(np.prod(shape)):
-                raise EdgedepthError(f"tensor {_name(t)!r}: {vals.size} values for shape {shape}")
+                raise EdgedepthError(f"tensor {tensor_name(t)!r}: {vals.size} values for shape {shape}")
             model.buffers[t.buffer].data = np.frombuffer(vals.tobytes(), np.uint8)
             filled += 1
     if filled != len(wanted):
         raise EdgedepthError(f"refilled {filled} of {len(wanted)} stripped tensors")
-    _save(model, out_path)
+    save_model(model, out_path)
     return filled
 
 
@@ -128,19 +130,19 @@ def fill_float(stripped_path: str, out_path: str, seed: int = 0, std: float = 0.
 
 def rebuild(stripped_path: str, int8_path: str, out_path: str) -> int:
     """Refill the stripped FP32 graph's empty weight buffers from the INT8 file; returns how many were refilled."""
-    _, q = _load(int8_path)
+    _, q = load_model(int8_path)
     qbytes = open(int8_path, "rb").read()
-    by_name = {_name(t): t for t in q.subgraphs[0].tensors}
+    by_name = {tensor_name(t): t for t in q.subgraphs[0].tensors}
 
     def values(S, t, shape):
-        src = by_name.get(_name(t))
+        src = by_name.get(tensor_name(t))
         raw = _buffer_bytes(q.buffers[src.buffer], qbytes) if src is not None else None
         if raw is None:
-            raise EdgedepthError(f"{int8_path!r} has no constant tensor {_name(t)!r}: not made from this FP32 graph")
+            raise EdgedepthError(f"{int8_path!r} has no constant tensor {tensor_name(t)!r}: not made from this FP32 graph")
         if src.type == S.TensorType.FLOAT32:
             return np.frombuffer(raw, np.float32)
         if src.type != S.TensorType.INT8:
-            raise EdgedepthError(f"tensor {_name(t)!r}: unexpected type {src.type} in {int8_path!r}")
+            raise EdgedepthError(f"tensor {tensor_name(t)!r}: unexpected type {src.type} in {int8_path!r}")
         qp = src.quantization
         scale = np.asarray(qp.scale, np.float32)
         zero = np.asarray(qp.zeroPoint, np.float32) if qp.zeroPoint is not None else np.zeros_like(scale)
@@ -149,7 +151,7 @@ def rebuild(stripped_path: str, int8_path: str, out_path: str) -> int:
             axis_shape[qp.quantizedDimension] = scale.size
         ints = np.frombuffer(raw, np.int8)
         if ints.size != int(np.prod(shape)):
-            raise EdgedepthError(f"tensor {_name(t)!r}: {ints.size} values for shape {shape}")
+            raise EdgedepthError(f"tensor {tensor_name(t)!r}: {ints.size} values for shape {shape}")
         return ((ints.reshape(shape).astype(np.float32) - zero.reshape(axis_shape)) * scale.reshape(axis_shape)
                 ).astype(np.float32)
     return _refill(stripped_path, out_path, values)
@@ -158,7 +160,7 @@ def rebuild(stripped_path: str, int8_path: str, out_path: str) -> int:
 def _rewrite_int8(path: str, out_path: str, values) -> int:
     """Replace every INT8 / INT4 (packed) constant tensor's bytes with ``values(n_bytes) -> uint8 array``; returns
     how many.  Any byte is a valid int8 or pair of int4 values."""
-    S, model = _load(path)
+    S, model = load_model(path)
     data = open(path, "rb").read()
     targets = []
     for t in model.subgraphs[0].tensors:
@@ -169,7 +171,7 @@ def _rewrite_int8(path: str, out_path: str, values) -> int:
     _inline(model, data)
     for b, n in targets:
         b.data = values(n)
-    _save(model, out_path)
+    save_model(model, out_path)
     return len(targets)
 
 

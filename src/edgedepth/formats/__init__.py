@@ -16,7 +16,7 @@ import os
 from typing import Callable
 
 from ..errors import EdgedepthError
-from ..family import DEFAULT_STEM
+from ..models import DEFAULT_STEM
 from ..fsutil import sha256_file
 
 

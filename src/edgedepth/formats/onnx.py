@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import interrupt
 from ..errors import EdgedepthError
-from ..family import DEFAULT_STEM
+from ..models import DEFAULT_STEM
 from ..fsutil import atomic_path, write_bytes_atomic
 from ..progress import quiet_output as _quiet
 
@@ -37,6 +37,10 @@ INPUT_NAME = "pixel_values"
 OUTPUT_NAME = "predicted_depth"
 PRECISIONS = ("fp32", "fp16", "int8")
 BACKENDS = ("cpu", "openvino")
+# A release's ONNX files in onnx-community's layout (what transformers.js and the Hub's tooling look for), and the
+# transformers.js dtype that picks each.
+HUB_LAYOUT = {"fp32": "onnx/model.onnx", "fp16": "onnx/model_fp16.onnx", "int8": "onnx/model_quantized.onnx"}
+TRANSFORMERS_JS_DTYPE = {"fp32": "fp32", "fp16": "fp16", "int8": "q8"}
 # Rewrites kept for ONNX (benchmarks/onnx_rewrites.py -> results/onnx_rewrites.json, cumulative prefixes in ONNX Runtime,
 # one interleaved run): drop_attention_mask is the win (0.64x plain on the AVX2 EPYC); the rest are exact and equal
 # within noise, and fuse_qkv leaves the smallest graph (397 nodes).  The LayerNorm reformulations made for LiteRT add
@@ -420,3 +424,25 @@ def export_model(model, height: int, width: int, out_dir: str, *, precisions=("f
                    verbose=verbose, progress=progress, names=names, fp16_module=fp16_module, stem=stem, dynamic=dynamic)
     return [Exported(path, "onnx", precision, None, fp16_applied if precision == "fp16" else applied, {})
             for precision, path in paths.items()]
+
+
+def release_entry(art, exported, size_text: str, io) -> dict:
+    """A release manifest's fields for a dynamic-size .onnx in the hub layout (``HUB_LAYOUT``)."""
+    info, precision = art.info, exported.precision
+    return {"format": "onnx", "runtime": "onnxruntime", "precision": precision, "size": size_text,
+            **io(*art.size, INPUT_NAME, OUTPUT_NAME), "opset": info["opset"],
+            "dynamic_size": "height and width: any multiples of 14 (size: the one verified and timed)",
+            "ops": info["ops"], "op_histogram": info["op_histogram"], "rewrites": exported.rewrites,
+            "quantization": {"int8": "onnxruntime quantize_dynamic (int8 weights, uint8 activations per call)",
+                             "fp16": "onnxruntime float16 converter (weights and compute; float32 I/O kept)"}
+            .get(precision),
+            "recommended_runtime_options": {
+                "onnxruntime": "CPUExecutionProvider, intra_op_num_threads = number of big cores",
+                "openvino": "CPU, INFERENCE_PRECISION_HINT f32 (else bf16 on AMX CPUs)",
+                "transformers.js": f"dtype {TRANSFORMERS_JS_DTYPE[precision]}; this folder's "
+                                   "preprocessor_config.json (518 px, aspect ratio kept, multiples of 14)"}}
+
+
+def runs_here(exported) -> bool:
+    """Whether this machine's Python runtime runs the file (the release's parity gate): every .onnx."""
+    return True

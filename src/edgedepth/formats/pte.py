@@ -40,7 +40,7 @@ import numpy as np
 
 from .. import interrupt
 from ..errors import EdgedepthError
-from ..family import DEFAULT_STEM
+from ..models import DEFAULT_STEM
 from ..fsutil import atomic_path
 from ..progress import quiet_output as _quiet
 
@@ -389,3 +389,24 @@ def export_model(model, height: int, width: int, out_dir: str, *, precisions=("f
                    progress=progress, stem=stem)
     return [Exported(st["path"], "pte", precision, backend, list(st.get("rewrites", names)), st)
             for (backend, precision), st in sorted(stats.items())]
+
+
+RUNNABLE_BACKENDS = ("xnnpack",)    # delegates the Python runtime here runs (WebGPU/Vulkan files need their devices)
+
+
+def release_entry(art, exported, size_text: str, io) -> dict:
+    """A release manifest's fields for a .pte: its delegate, delegation counts and quantisation."""
+    st, backend = exported.stats, exported.backend
+    return {"format": "pte", "runtime": "executorch", "backend": backend, "precision": exported.precision,
+            "size": size_text, **io(*art.size, "pixel_values", "depth"),
+            "delegation": {"subgraphs": st["delegated_subgraphs"], "delegated_nodes": st["delegated_nodes"],
+                           "non_delegated_nodes": st["non_delegated_nodes"], "fully_delegated": st["fully_delegated"]},
+            "quantization": st.get("quantization"),
+            "recommended_runtime_options": {
+                "runtime": "executorch.runtime (Python/C++), XNNPACK" if runs_here(exported)
+                else "ExecuTorch WebGPU/Vulkan runtime (delegate id VulkanBackend); not runnable in Python"}}
+
+
+def runs_here(exported) -> bool:
+    """Whether this machine's Python runtime runs the file (the release's parity gate): XNNPACK files only."""
+    return exported.backend in RUNNABLE_BACKENDS

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import interrupt
 from ..errors import EdgedepthError
-from ..family import DEFAULT_STEM
+from ..models import DEFAULT_STEM
 from ..fsutil import write_bytes_atomic
 from ..progress import quiet_output as _quiet
 from .tflite_precisions import LADDER, calibration_inputs, quantize
@@ -422,3 +422,23 @@ def export_model(model, height: int, width: int, out_dir: str, *, precisions=DEF
     paths = export(module, height, width, out_dir, precisions, plain=not rewrites, verbose=verbose, progress=progress,
                    stem=stem, input_dtype=input_dtype)
     return [Exported(path, "tflite", precision, None, applied, {}) for precision, path in paths.items()]
+
+
+def release_entry(art, exported, size_text: str, io) -> dict:
+    """A release manifest's fields for a .tflite (``art``: the opened file, ``exported``: what export said of it;
+    ``io(h, w, ..., input_dtype=)``: the I/O contract); uint8-input files say so in their I/O."""
+    from ..runtimes.litert import GPU_OPTIONS
+
+    info, precision = art.info, exported.precision
+    return {"format": "tflite", "runtime": "litert", "precision": precision, "size": size_text,
+            **io(*art.size, input_dtype=info["inputs"][0]["dtype"]), "ops": info["ops"],
+            "op_histogram": info["op_histogram"],
+            "recommended_runtime_options": {
+                "gpu": {"accelerator": "GPU", "enforce_f32": True, **GPU_OPTIONS},
+                "cpu": {"accelerator": "CPU", "num_threads": "number of big cores"}},
+            "quantization": LADDER[precision].summary if precision != "fp32" else None}
+
+
+def runs_here(exported) -> bool:
+    """Whether this machine's Python runtime runs the file (the release's parity gate): every .tflite."""
+    return True

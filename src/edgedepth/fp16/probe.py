@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..checkpoint import encoder_layers
+from ..models import encoder_layers
 from ..images import image_set, image_set_hash
 from ..preprocess import preprocess
 from . import FP16_MAX, FP16_MIN_NORMAL

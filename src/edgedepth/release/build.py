@@ -20,8 +20,7 @@ import shutil
 from .. import formats, interrupt
 from ..errors import EdgedepthError
 from . import hub_files, manifest as mf, outdir
-from ..formats.tflite_precisions import LADDER
-from ..runtimes.litert import GPU_OPTIONS
+from ..runtimes import BACKENDS as RUNTIME_BACKENDS, REFERENCE_BACKEND
 from .recipe import Recipe
 from .recommend import recommend
 
@@ -62,9 +61,9 @@ def _parity_rows(paths: list[str]) -> dict[str, list[dict]]:
             yield from _ladder_parity(rep, p)
             return
         for r in rep.get("results", []):
-            if r.get("sha256") and r.get("metrics") and r.get("backend") == "cpu":
+            if r.get("sha256") and r.get("metrics") and r.get("backend") == REFERENCE_BACKEND:
                 yield r["sha256"], {
-                    **_round_metrics(r["metrics"]), "backend": "cpu", "threads": rep["environment"].get("threads"),
+                    **_round_metrics(r["metrics"]), "backend": REFERENCE_BACKEND, "threads": rep["environment"].get("threads"),
                     "cpu": rep["environment"].get("cpu"), "reference": rep.get("reference", {}).get("name"),
                     "image_set_sha256": rep.get("image_set", {}).get("sha256"), "source": os.path.basename(p)}
 
@@ -141,7 +140,8 @@ def _peer_latency_rows(rep: dict, p: str):
 def _gpu_floor_rows(rep: dict, p: str):
     """GPU rows of ``benchmarks/gpu_floor.py`` for the release files its timing twins stand for (same graph, seeded
     weights: ``stands_for``); the call median (write + run + read), FP32 enforced or default precision."""
-    fp32 = rep.get("backend") == "gpu"
+    backend = RUNTIME_BACKENDS.get(rep.get("backend"))
+    fp32 = bool(backend and backend.gpu and not backend.reduced_precision)
     for f in rep["files"].values():
         if (f.get("stands_for") or {}).get("sha256") and "method_counts" in rep:
             ms = round(f["median_ms"]["call"], 2)
@@ -183,7 +183,7 @@ def _round_metrics(m: dict) -> dict:
 
 def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
     """How many times ``build`` calls ``progress``: the progress bar's total (keep in step with build's ``step`` calls)."""
-    from ..family import APACHE, member_of_hub_id
+    from ..models import APACHE, member_of_hub_id
 
     gate = recipe.parity_images != 0
     member = member_of_hub_id(recipe.base_model)
@@ -249,9 +249,7 @@ def _litert_entries(recipe: Recipe, ckpt, gate: "_Gate", staging: str, step, io,
             files += formats.export(ckpt.model, h, w, staging, target_name="litert",
                                     precisions=recipe.litert_pixel_input, rewrites=recipe.rewrites,
                                     stem=ckpt.file_stem, input_dtype="uint8")
-        for f in files:
-            entry = _tflite_entry(f, text, (h, w), io, gpu_check, gate, step)
-            entries.append(mf.file_entry(staging, os.path.basename(f.path), **entry))
+        entries += [_entry(f.path, f, text, io, gate, step, gpu_check) for f in files]
     return entries, rewrite_reports
 
 
@@ -308,18 +306,19 @@ class _Gate:
         self.noise: dict[str, float] = {}
         self.report: dict[str, dict] = {}
 
-    def check(self, path: str, precision: str, size: tuple[int, int], rel: str | None = None) -> None:
+    def check(self, art, precision: str, size: tuple[int, int], rel: str | None = None) -> None:
+        """Parity of ``art`` (a :class:`formats.Artifact`: not described or hashed again) on the CPU."""
         from ..preprocess import preprocess
         from ..verify.validate import validate
 
         if not self.items:
             return
-        rel = rel or os.path.basename(path)
+        rel = rel or art.name
         key = f"{size[0]}x{size[1]}"
         if key not in self.noise:
             self.noise[key] = fp32_noise(self.reference, preprocess(self.items[0].load(), size))
         self.step(f"parity {rel} ({len(self.items)} images)")
-        (row,) = validate([path], ["cpu"], self.reference, self.items)
+        (row,) = validate([art], [REFERENCE_BACKEND], self.reference, self.items)
         if row["status"] != "ok":
             raise EdgedepthError(f"parity gate: {rel} failed on the CPU: {row['error']}")
         got = row["metrics"]["pooled_rel_l2"]
@@ -336,25 +335,20 @@ class _Gate:
                 "note": "measured on the building machine; not part of the reproducible release (see manifest.json)"}
 
 
-def _tflite_entry(f, text: str, size: tuple[int, int], io, gpu_check: bool, gate: "_Gate", step) -> dict:
-    """A .tflite's manifest fields (GPU check and parity gate run here); uint8-input files say so in their I/O."""
-    rel, precision = os.path.basename(f.path), f.precision
-    art = formats.open_artifact(f.path)
-    info = art.info
-    dtype = info["inputs"][0]["dtype"]
-    entry = {"format": "tflite", "runtime": "litert", "precision": precision, "size": text,
-             **io(*size, input_dtype=dtype), "ops": info["ops"], "op_histogram": info["op_histogram"],
-             "recommended_runtime_options": {
-                 "gpu": {"accelerator": "GPU", "enforce_f32": True, **GPU_OPTIONS},
-                 "cpu": {"accelerator": "CPU", "num_threads": "number of big cores"}},
-             "quantization": LADDER[precision].summary if precision != "fp32" else None}
-    if gpu_check:
+def _entry(path: str, exported, text: str, io, gate: "_Gate", step, gpu_check: bool = False, rel: str | None = None):
+    """A model file's manifest entry: opened (described and hashed) once, its format's fields, the GPU check (formats
+    that have one, when asked) and the parity gate (files this machine's runtime runs) on that one Artifact."""
+    art = formats.open_artifact(path)
+    rel = rel or art.name
+    entry = art.format.module.release_entry(art, exported, text, io)
+    if gpu_check and art.format.gpu_check:
         step(f"GPU check {rel}")
         g = art.gpu_check()
         entry["gpu_fully_delegated"] = g["fully_delegated"]
         gate.report[rel] = {"gpu_check": {"adapter": (g["adapter"] or "").split(",")[0] or None, "error": g["error"]}}
-    gate.check(f.path, precision, size)
-    return entry
+    if art.format.module.runs_here(exported):
+        gate.check(art, exported.precision, art.size, rel)
+    return mf.artifact_entry(art, rel, **entry)
 
 
 def _with_measurements(entry: dict, latency: dict, parity: dict) -> dict:
@@ -371,21 +365,7 @@ def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step, io) -> list[
         step(f"ExecuTorch {text}: {', '.join(cfg.backends)}")
         files = formats.export(ckpt.model, h, w, staging, target_name="executorch", precisions=cfg.precisions,
                                backends=cfg.backends, stem=ckpt.file_stem)
-        for f in files:
-            backend, precision, st = f.backend, f.precision, f.stats
-            rel = os.path.basename(f.path)
-            entry = {"format": "pte", "runtime": "executorch", "backend": backend, "precision": precision, "size": text,
-                     **io(h, w, "pixel_values", "depth"),
-                     "delegation": {"subgraphs": st["delegated_subgraphs"], "delegated_nodes": st["delegated_nodes"],
-                                    "non_delegated_nodes": st["non_delegated_nodes"],
-                                    "fully_delegated": st["fully_delegated"]},
-                     "quantization": st.get("quantization"),
-                     "recommended_runtime_options": {
-                         "runtime": "executorch.runtime (Python/C++), XNNPACK" if backend == "xnnpack"
-                         else "ExecuTorch WebGPU/Vulkan runtime (delegate id VulkanBackend); not runnable in Python"}}
-            if backend == "xnnpack":
-                gate.check(f.path, precision, (h, w))
-            entries.append(mf.file_entry(staging, rel, **entry))
+        entries += [_entry(f.path, f, text, io, gate, step) for f in files]
     return entries
 
 
@@ -393,7 +373,6 @@ def _onnx_entries(precisions, text: str, ckpt, gate: _Gate, staging: str, step, 
     """ONNX files with dynamic height and width in the onnx-community / transformers.js layout (``ONNX_LAYOUT``, with
     ``config.json`` and ``preprocessor_config.json``), parity-gated on ONNX Runtime (CPU) at the release's first size
     (the size the files record as edgedepth's)."""
-    from ..formats import onnx as onnxfmt
     from ..preprocess import parse_size
 
     h, w = parse_size(text)
@@ -405,21 +384,7 @@ def _onnx_entries(precisions, text: str, ckpt, gate: _Gate, staging: str, step, 
         rel = hub_files.ONNX_LAYOUT[f.precision]
         os.makedirs(os.path.dirname(os.path.join(staging, rel)), exist_ok=True)
         os.replace(f.path, os.path.join(staging, rel))
-        info = onnxfmt.describe(os.path.join(staging, rel))
-        entry = {"format": "onnx", "runtime": "onnxruntime", "precision": f.precision, "size": text,
-                 **io(h, w, onnxfmt.INPUT_NAME, onnxfmt.OUTPUT_NAME), "opset": info["opset"],
-                 "dynamic_size": "height and width: any multiples of 14 (size: the one verified and timed)",
-                 "ops": info["ops"], "op_histogram": info["op_histogram"], "rewrites": f.rewrites,
-                 "quantization": {"int8": "onnxruntime quantize_dynamic (int8 weights, uint8 activations per call)",
-                                  "fp16": "onnxruntime float16 converter (weights and compute; float32 I/O kept)"}
-                 .get(f.precision),
-                 "recommended_runtime_options": {
-                     "onnxruntime": "CPUExecutionProvider, intra_op_num_threads = number of big cores",
-                     "openvino": "CPU, INFERENCE_PRECISION_HINT f32 (else bf16 on AMX CPUs)",
-                     "transformers.js": f"dtype {hub_files.TRANSFORMERS_JS_DTYPE[f.precision]}; this folder's "
-                                        "preprocessor_config.json (518 px, aspect ratio kept, multiples of 14)"}}
-        gate.check(os.path.join(staging, rel), f.precision, (h, w), rel)
-        entries.append(mf.file_entry(staging, rel, **entry))
+        entries.append(_entry(os.path.join(staging, rel), f, text, io, gate, step, rel=rel))
     shutil.rmtree(work, ignore_errors=True)
     _write_text(os.path.join(staging, hub_files.CONFIG), hub_files.config_json(ckpt.model))
     _write_text(os.path.join(staging, hub_files.PREPROCESSOR_CONFIG), hub_files.preprocessor_config_json())
@@ -440,12 +405,12 @@ def _write_text(path: str, text: str) -> None:
 
 
 def _model_info(ckpt, recipe: Recipe) -> dict:
-    """What the files compute and under which licence: the family member (edgedepth.family), which must be the one
+    """What the files compute and under which licence: the family member (edgedepth.models), which must be the one
     the recipe is for (its card, licence and measured data are that member's)."""
     m = ckpt.member
     if m is None:
         raise EdgedepthError(f"{ckpt.name}: not a known Depth Anything V2 architecture, so its licence and output "
-                             "are unknown; release one of edgedepth.family's members")
+                             "are unknown; release one of edgedepth.models' members")
     if m.hub_id.lower() != recipe.base_model.lower():
         raise EdgedepthError(f"recipe {os.path.basename(recipe.path) or recipe.name} is for {recipe.base_model}, but "
                              f"--model {ckpt.name} is {m.name} ({m.hub_id}): use recipes/depth-anything-v2-{m.name}.py")

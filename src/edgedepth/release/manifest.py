@@ -19,7 +19,7 @@ import stat
 from typing import BinaryIO
 
 from ..errors import EdgedepthError
-from ..family import MEMBERS, Member, member_of_file_name
+from ..models import MEMBERS, Member, member_of_file_name
 from ..fsutil import sha256_file, write_bytes_atomic
 from ..preprocess import MEAN, STD
 
@@ -53,6 +53,12 @@ def file_entry(folder: str, rel: str, **fields) -> dict:
     """bytes + sha256 of ``folder/rel`` merged with the caller's fields (format, precision, io, ops, ...)."""
     path = os.path.join(folder, rel)
     return {"path": rel, "bytes": os.path.getsize(path), "sha256": sha256_file(path), **fields}
+
+
+def artifact_entry(art, rel: str, **fields) -> dict:
+    """:func:`file_entry` of a model file already opened as a :class:`formats.Artifact` (its hash is not computed
+    again): the build describes and hashes each file once, for its GPU check, its parity gate and this entry."""
+    return {"path": rel, "bytes": os.path.getsize(art.path), "sha256": art.sha256, **fields}
 
 
 def dumps(manifest: dict) -> str:

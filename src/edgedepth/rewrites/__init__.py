@@ -1,7 +1,8 @@
 """Graph rewrites for export: pure functions ``rewrite(model, ctx) -> (new_model, places_changed)``.
 
 Each rewrite deep-copies its input and swaps submodules or folds weights on the copy (no monkey-patching of torch or
-transformers).  Each module declares ``NAME``, ``EXACT`` and ``REQUIRES`` (rewrites that must have run before it);
+transformers).  Each module declares ``NAME``, ``EXACT``, ``REQUIRES`` (rewrites that must have run before it) and
+``FAMILIES`` (the model families, :mod:`edgedepth.models`, whose structure it knows: it runs on no other);
 ``PIPELINE`` is the order they run in (checked against every ``REQUIRES`` at import); ``apply_rewrites`` runs a
 selection, refuses one whose requirements neither ran earlier in the selection nor were applied to the input model
 before, and reports what each did.  ``prepare`` is what every format's export calls.
@@ -19,6 +20,7 @@ from torch import nn
 from . import (center_residual_stream, drop_attention_mask, fast_layernorm, fold_attention_scale, fold_layernorm_affine,
                fold_layerscale, fp16_safe, freeze_position_embedding, fuse_qkv, rank_preserving_fc, split_large_conv,
                static_attention, rank4_attention, symbolic_output_size, token_reassemble, unroll_heads)
+from ..models import family_of
 from ._base import RewriteContext
 
 APPLIED_ATTR = "edgedepth_rewrites"    # names of the rewrites applied to a model, set by apply_rewrites
@@ -31,11 +33,12 @@ class Rewrite:
     exact: bool
     default: bool = True
     requires: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
 
 
 def _r(module, default: bool = True) -> Rewrite:
     return Rewrite(module.NAME, getattr(module, module.NAME), module.EXACT, default=default and module.EXACT,
-                   requires=tuple(module.REQUIRES))
+                   requires=tuple(module.REQUIRES), families=tuple(module.FAMILIES))
 
 
 PIPELINE: list[Rewrite] = [
@@ -77,12 +80,16 @@ def apply_rewrites(model: nn.Module, height: int, width: int, names: list[str] |
 
     Returns ``(new_model, report)`` with report = [{"name", "exact", "changed"}, ...] in the order run.
     """
+    family = family_of(model).name
     if names is not None:
         unknown = [n for n in names if n not in REWRITES]
         if unknown:
             raise ValueError(f"unknown rewrite(s) {unknown}; known: {list(REWRITES)}")
+        foreign = [n for n in names if family not in REWRITES[n].families]
+        if foreign:
+            raise ValueError(f"rewrite(s) {foreign} do not apply to {family} models")
     ctx = RewriteContext(height, width)
-    selected = [r for r in PIPELINE if (r.name in names if names is not None else r.default)]
+    selected = [r for r in PIPELINE if (r.name in names if names is not None else r.default and family in r.families)]
     done = list(getattr(model, APPLIED_ATTR, ()))
     for i, r in enumerate(selected):
         missing = [q for q in r.requires if q not in done and q not in [s.name for s in selected[:i]]]

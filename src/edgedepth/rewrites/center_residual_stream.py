@@ -14,13 +14,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._base import RewriteContext, encoder_layers, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, encoder_layers, fresh_copy
 from ._exact import exact_center
 from ._modules import EdgeBackbone, EdgeLayerNorm, FrozenEmbeddings
 
 NAME = "center_residual_stream"
 EXACT = True
 REQUIRES: tuple[str, ...] = ("drop_attention_mask", "freeze_position_embedding", "fold_layerscale", "fast_layernorm")   # checked by apply_rewrites
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 
 def _center_rows(weight: torch.Tensor, bias: torch.Tensor | None) -> None:

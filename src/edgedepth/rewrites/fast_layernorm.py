@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._base import RewriteContext, encoder_layers, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, encoder_layers, fresh_copy
 from ._modules import EdgeLayerNorm
 
 NAME = "fast_layernorm"
 EXACT = True
 REQUIRES: tuple[str, ...] = ()
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 
 def fast_layernorm(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:

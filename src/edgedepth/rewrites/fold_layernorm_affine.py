@@ -12,13 +12,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._base import RewriteContext, encoder_layers, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, encoder_layers, fresh_copy
 from ._exact import exact_matvec_add
 from ._modules import EdgeLayerNorm, TokenReassemble
 
 NAME = "fold_layernorm_affine"
 EXACT = True
 REQUIRES: tuple[str, ...] = ("fast_layernorm",)   # checked by apply_rewrites
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 
 def _fold(norm: EdgeLayerNorm, consumers: list[nn.Module]) -> bool:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._base import RewriteContext, encoder_layers, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, encoder_layers, fresh_copy
 
 NAME = "fold_layerscale"
 EXACT = True
 REQUIRES: tuple[str, ...] = ()
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 
 def _scale_rows(lin: nn.Linear, lam: torch.Tensor) -> None:

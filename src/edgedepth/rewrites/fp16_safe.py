@@ -38,11 +38,12 @@ from torch import nn
 from ..fp16 import FP16_MAX, FP16_MIN_NORMAL
 from ..fp16.probe import calibration_inputs, group_maxima, probe
 from ..fp16.topology import neck_edges, neck_groups, scale_neck, scale_stream
-from ._base import RewriteContext, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, fresh_copy
 
 NAME = "fp16_safe"
 EXACT = True
 REQUIRES: tuple[str, ...] = ()
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 MARGIN_BITS = 4               # keep calibrated maxima 16x (4 bits) below 65504: other photos, GPU partial sums
 CALIBRATION_IMAGES = 4

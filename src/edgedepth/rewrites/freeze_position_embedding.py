@@ -14,13 +14,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._base import RewriteContext, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, fresh_copy
 from ._exact import bicubic_resize
 from ._modules import FrozenEmbeddings
 
 NAME = "freeze_position_embedding"
 EXACT = True
 REQUIRES: tuple[str, ...] = ()
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 
 @torch.no_grad()

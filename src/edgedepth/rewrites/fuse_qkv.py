@@ -10,12 +10,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._base import RewriteContext, encoder_layers, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, encoder_layers, fresh_copy
 from ._modules import EdgeAttention
 
 NAME = "fuse_qkv"
 EXACT = True
 REQUIRES: tuple[str, ...] = ("static_attention",)   # checked by apply_rewrites
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 
 @torch.no_grad()

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._base import RewriteContext, encoder_layers, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, encoder_layers, fresh_copy
 from ._modules import RankPreservingLinear, TokenReassemble
 
 NAME = "rank_preserving_fc"
 EXACT = True
 REQUIRES: tuple[str, ...] = ()
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 
 def _swap_linears(parent: nn.Module) -> int:

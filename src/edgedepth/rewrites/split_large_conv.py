@@ -19,11 +19,12 @@ import math
 import torch
 from torch import nn
 
-from ._base import RewriteContext, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, fresh_copy
 
 NAME = "split_large_conv"
 EXACT = True
 REQUIRES: tuple[str, ...] = ()
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 MAX_WEIGHT_BYTES = 32 * 1024 * 1024      # the quantizer's chunked-path threshold (tensor_data.nbytes > 32 MiB)
 

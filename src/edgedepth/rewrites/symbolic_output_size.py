@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._base import RewriteContext, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, fresh_copy
 from ._modules import SymbolicSizeHead
 
 NAME = "symbolic_output_size"
 EXACT = True
 REQUIRES: tuple[str, ...] = ()
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 
 def symbolic_output_size(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:

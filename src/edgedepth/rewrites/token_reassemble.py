@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._base import RewriteContext, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, fresh_copy
 from ._modules import TokenReassemble
 
 NAME = "token_reassemble"
 EXACT = True
 REQUIRES: tuple[str, ...] = ()
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 
 def token_reassemble(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._base import RewriteContext, encoder_layers, fresh_copy
+from ._base import DEPTH_ANYTHING_V2, RewriteContext, encoder_layers, fresh_copy
 from ._modules import EdgeAttention, PerHeadAttention
 
 NAME = "unroll_heads"
 EXACT = True
 REQUIRES: tuple[str, ...] = ("static_attention", "fold_attention_scale")
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
 
 
 def unroll_heads(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:

@@ -8,12 +8,34 @@ Every runner takes the float32 model input [1,3,H,W] (numpy) and returns float32
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import tempfile
 from typing import Protocol
 
 import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """What a ``--backend`` value is, asked instead of comparing its name (issue 29): where it computes and at which
+    precision.  Which runner a format opens for it is the format's business (``Format.backends``)."""
+
+    name: str
+    gpu: bool = False               # runs on the GPU (a GPU check applies; a CPU-identical result is suspicious)
+    reduced_precision: bool = False     # may compute in FP16 (the GPU delegate's default precision policy)
+    help: str = ""
+
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in (
+    Backend("cpu", help="the format's CPU runtime (LiteRT XNNPACK, ExecuTorch, ONNX Runtime)"),
+    Backend("gpu", gpu=True, help="LiteRT's GPU accelerator with FP32 enforced"),
+    Backend("gpu-fp16", gpu=True, reduced_precision=True, help="LiteRT's GPU accelerator, default precision (FP16)"),
+    Backend("openvino", help="OpenVINO on the CPU"),
+)}
+REFERENCE_BACKEND = "cpu"       # the other backends' rows are compared with this one's (silent fallback, precision)
+FP32_GPU = next(b.name for b in BACKENDS.values() if b.gpu and not b.reduced_precision)   # the reduced one's twin
 
 
 class Runner(Protocol):

@@ -32,7 +32,7 @@ def summarise(times_ms: list[float]) -> dict:
             "min_ms": float(t.min()), "mean_ms": float(t.mean()), "calls": int(t.size)}
 
 
-def _input_for(runner, x):
+def input_for(runner, x):
     """``x`` for the runner: a ``--input-dtype uint8`` file gets the pixels ``x`` was made from; every other runner
     ``x`` itself."""
     from ..preprocess import denormalise
@@ -60,7 +60,7 @@ def run_interleaved(variants: dict, x: np.ndarray, *, rounds: int = 6, warmup: i
     for name, factory in variants.items():
         rss0, t0 = _rss_mb(), time.perf_counter()
         runners[name] = factory()
-        inputs[name] = _input_for(runners[name], x)
+        inputs[name] = input_for(runners[name], x)
         runners[name].run(inputs[name])  # first call: lazy allocation happens here in some runtimes; counted as load
         load[name] = {"load_s": time.perf_counter() - t0, "rss_growth_mb": _rss_mb() - rss0}
     names = list(runners)

@@ -14,6 +14,7 @@ import numpy as np
 from .. import formats
 from ..errors import EdgedepthError
 from ..preprocess import normalise, pixels
+from ..runtimes import BACKENDS, FP32_GPU, REFERENCE_BACKEND
 from .parity import ParityAccumulator
 
 FP32_SUSPECT_REL_L2 = 1e-4   # enforce_f32 GPU vs CPU beyond this: the GPU did not really compute in FP32
@@ -53,7 +54,7 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
         art = art if isinstance(art, formats.Artifact) else formats.open_artifact(art)
         cpu: dict = {}              # {image id: output} of the CPU row: the other backends' flags compare with it
         # Only the backends this format runs on; CPU first.
-        for backend in sorted((b for b in backends if b in art.format.backends), key=lambda b: b != "cpu"):
+        for backend in sorted((b for b in backends if b in art.format.backends), key=lambda b: b != REFERENCE_BACKEND):
             row, g = _new_row(art, backend)
             try:
                 runner = art.open_runner(backend=backend, threads=threads)
@@ -70,7 +71,7 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
             if row["status"] == "ok":
                 row["metrics"] = acc.summary()
                 row["per_image_rel_l2"] = {it.id: float(v) for it, v in zip(items, acc.per_image)}
-                if backend != "cpu" and cpu:
+                if backend != REFERENCE_BACKEND and cpu:
                     _flag_against_cpu(row, vs_cpu, identical == len(items))
             results.append(row)
     _mark_fp16_as_fp32(results)
@@ -81,7 +82,7 @@ def _new_row(art, backend: str) -> tuple[dict, dict | None]:
     """A result row before running, and the GPU check of a GPU backend (None otherwise)."""
     row = {"artifact": art.name, "sha256": art.sha256, "backend": backend,
            "size": list(art.size), "status": "ok", "error": None, "flags": [], "metrics": None}
-    g = art.gpu_check() if backend.startswith("gpu") else None
+    g = art.gpu_check() if BACKENDS[backend].gpu else None
     if g is not None:
         row["gpu_adapter"] = g["adapter"]
         row["gpu_fully_delegated"] = g["fully_delegated"]
@@ -112,7 +113,7 @@ def _run_items(runner, row: dict, items, size, inputs: dict, refs, cpu: dict, pr
         if not np.all(np.isfinite(y)):
             row["flags"].append(f"non-finite output on {it.id}")
         acc.add(y, ref)
-        if row["backend"] == "cpu":
+        if row["backend"] == REFERENCE_BACKEND:
             cpu[it.id] = y
         elif it.id in cpu:
             vs_cpu.add(y, cpu[it.id])
@@ -127,9 +128,9 @@ def _flag_against_cpu(row: dict, vs_cpu, all_identical: bool) -> None:
     it (reduced-precision compute), is flagged."""
     backend = row["backend"]
     row["vs_cpu_rel_l2"] = vs_cpu.summary()["pooled_rel_l2"]
-    if backend.startswith("gpu") and all_identical:
+    if BACKENDS[backend].gpu and all_identical:
         row["flags"].append("bit-identical to the CPU on every image: probable silent CPU fallback")
-    if backend == "gpu" and row["vs_cpu_rel_l2"] > FP32_SUSPECT_REL_L2:
+    if BACKENDS[backend].gpu and not BACKENDS[backend].reduced_precision and row["vs_cpu_rel_l2"] > FP32_SUSPECT_REL_L2:
         row["flags"].append(f"enforce_f32 GPU differs from CPU by rel-L2 {row['vs_cpu_rel_l2']:.2e}: "
                             "probable reduced-precision compute")
 
@@ -138,8 +139,8 @@ def _mark_fp16_as_fp32(results: list[dict]) -> None:
     """Default-precision GPU bit-identical to FP32-enforced GPU: the device ran FP32 anyway (e.g. no shader-f16)."""
     by = {(r["artifact"], r["backend"]): r for r in results}
     for (art, b), r in by.items():
-        f32 = by.get((art, "gpu"))
-        if b == "gpu-fp16" and f32 and r["metrics"] and f32["metrics"] and \
+        f32 = by.get((art, FP32_GPU))
+        if BACKENDS[b].reduced_precision and f32 and r["metrics"] and f32["metrics"] and \
                 r["metrics"]["pooled_rel_l2"] == f32["metrics"]["pooled_rel_l2"] and \
                 r["metrics"]["max_abs_diff"] == f32["metrics"]["max_abs_diff"]:
             r["flags"].append("same result as enforce_f32: this device computed FP32 under the default policy")

@@ -1,0 +1,64 @@
+"""Model families: each a package with a :class:`~edgedepth.models.base.ModelFamily`, listed once in
+:data:`FAMILIES`.  Everything else asks here (a spec, a model, a file name -> its family and member) and never names
+a family.  Adding a family: one package ``models/<family>/`` plus one entry in ``FAMILIES``.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from . import depth_anything_v2
+from .base import APACHE, CC_BY_NC, Checkpoint, Member, ModelFamily
+
+FAMILIES: list[ModelFamily] = [depth_anything_v2.FAMILY]
+DEFAULT_FAMILY = FAMILIES[0]     # a hub id no family knows is loaded as this one (its loader then says if it is not)
+
+MEMBERS: dict[str, Member] = {n: m for f in FAMILIES for n, m in f.members.items()}
+SYNTHETIC: dict[str, tuple[str, object]] = {n: v for f in FAMILIES for n, v in f.synthetic.items()}
+DEFAULT_STEM = DEFAULT_FAMILY.members["small"].file_stem      # the default model's file names
+
+
+def family_of(model: nn.Module) -> ModelFamily:
+    """The family of a loaded or rewritten model (ValueError for a model of none)."""
+    for f in FAMILIES:
+        if f.owns_model(model):
+            return f
+    raise ValueError(f"{type(model).__name__} is a model of no known family ({', '.join(f.name for f in FAMILIES)})")
+
+
+def family_of_synthetic(name: str) -> ModelFamily | None:
+    return next((f for f in FAMILIES if name in f.synthetic), None)
+
+
+def family_of_model_type(model_type) -> ModelFamily | None:
+    """The family whose checkpoints' config.json says ``model_type``."""
+    return next((f for f in FAMILIES if model_type in f.model_types), None)
+
+
+def family_of_hub_id(hub_id: str) -> ModelFamily:
+    m = member_of_hub_id(hub_id)
+    return next(f for f in FAMILIES if f.name == m.family) if m else DEFAULT_FAMILY
+
+
+def member_of_hub_id(hub_id: str) -> Member | None:
+    """The member with this hub id (case-insensitive), or None."""
+    return next((m for m in MEMBERS.values() if m.hub_id.lower() == hub_id.lower()), None)
+
+
+def member_of_file_name(path: str) -> Member | None:
+    """The member an exported file's name says it came from (``<stem>_<H>x<W>_...``), or None (renamed file)."""
+    return next((m for f in FAMILIES if (m := f.member_of_file_name(path))), None)
+
+
+def encoder_layers(model: nn.Module):
+    """The transformer blocks of a model of any family (original or rewritten): what the rewrites walk."""
+    return family_of(model).encoder_layers(model)
+
+
+def model_types() -> list[str]:
+    return [t for f in FAMILIES for t in f.model_types]
+
+
+__all__ = ["APACHE", "CC_BY_NC", "Checkpoint", "DEFAULT_FAMILY", "DEFAULT_STEM", "FAMILIES", "MEMBERS", "Member",
+           "ModelFamily", "SYNTHETIC", "encoder_layers", "family_of", "family_of_hub_id", "family_of_model_type",
+           "family_of_synthetic", "member_of_file_name", "member_of_hub_id", "model_types"]

@@ -1,0 +1,132 @@
+"""What a model family is: the seam every family package fills (``models/<family>/``), and what loading one returns.
+
+A family owns everything that depends on its architecture: its members (hub ids, licences, output kind), how a
+checkpoint of it is loaded and recognised, its synthetic stand-ins, its input normalisation and patch size, and the
+structure the rewrites walk (:meth:`ModelFamily.encoder_layers`).  Nothing outside ``models/`` names a family: callers
+ask :mod:`edgedepth.models` for the family of a model, a spec or a file.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import os
+import re
+
+from torch import nn
+
+APACHE = "apache-2.0"           # licence ids, as the model cards' metadata spells them
+CC_BY_NC = "cc-by-nc-4.0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """One released checkpoint of a family."""
+
+    name: str                   # short name, unique over all families: "small", "metric-indoor-small", ...
+    hub_id: str
+    arch: object                # the family's own architecture record
+    license: str                # SPDX-like id: "apache-2.0", "cc-by-nc-4.0"
+    kind: str = "relative"      # "relative" | "metric"
+    max_depth: int | None = None        # metres, metric members only
+    revision: str | None = None         # pinned where we can name it
+    family: str = ""            # the family's name (set by the family's member table)
+
+    @property
+    def is_metric(self) -> bool:
+        return self.kind == "metric"
+
+    @property
+    def file_stem(self) -> str:
+        """Exported files are named ``<stem>_<H>x<W>_<precision>...``: ``depth_anything_v2_metric_indoor_small``."""
+        return self.family + "_" + self.name.replace("-", "_")
+
+    @property
+    def output_semantics(self) -> str:
+        if self.is_metric:
+            return f"metric depth in metres, 0..{self.max_depth:g} (sigmoid x max_depth head)"
+        return "relative inverse depth, larger = closer"
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    """A loaded checkpoint: the eval-mode model plus where it came from (for provenance) and its family."""
+
+    model: nn.Module
+    source: str                 # "hf", "local", "synthetic"
+    name: str                   # what the user passed, normalised
+    revision: str | None = None
+    seed: int | None = None
+    weight_files: dict[str, str] = dataclasses.field(default_factory=dict)  # file name -> sha256
+    family: "ModelFamily | None" = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def is_synthetic(self) -> bool:
+        return self.source == "synthetic"
+
+    @property
+    def member(self) -> Member | None:
+        """The family member this is (or stands in for); None for an architecture no member has."""
+        return self.family.member_of(self) if self.family else None
+
+    @property
+    def file_stem(self) -> str:
+        """What exported files are named after: the member (``depth_anything_v2_metric_indoor_small``)."""
+        return self.member.file_stem if self.member else self.family.name
+
+    @property
+    def is_metric(self) -> bool:
+        return self.family.is_metric(self.model)
+
+    def provenance(self) -> dict:
+        d = {"source": self.source, "name": self.name}
+        if self.revision:
+            d["revision"] = self.revision
+        if self.seed is not None:
+            d["seed"] = self.seed
+        if self.weight_files:
+            d["weight_files"] = dict(sorted(self.weight_files.items()))
+        return d
+
+
+class ModelFamily(abc.ABC):
+    """One architecture family.  A new family is one package under ``models/`` with a subclass of this, plus one
+    entry in :data:`edgedepth.models.FAMILIES`."""
+
+    name: str                   # file stems and the rewrites' ``FAMILIES``: "depth_anything_v2"
+    title: str                  # for messages and the card: "Depth Anything V2"
+    model_types: tuple[str, ...]        # config.json ``model_type`` values of its checkpoints
+    members: dict[str, Member]
+    synthetic: dict[str, tuple[str, object]]    # synthetic name -> (member name it stands in for, architecture)
+    mean: tuple[float, float, float]    # input normalisation after /255
+    std: tuple[float, float, float]
+    patch: int                  # H and W must be multiples of it
+
+    @abc.abstractmethod
+    def owns_model(self, model: nn.Module) -> bool:
+        """Whether ``model`` (loaded or rewritten) is of this family."""
+
+    @abc.abstractmethod
+    def load_synthetic(self, name: str, seed: int) -> Checkpoint:
+        """The stand-in ``name`` (a key of :attr:`synthetic`): the member's architecture, seeded realistic weights."""
+
+    @abc.abstractmethod
+    def load_pretrained(self, path_or_id: str, revision: str | None, source: str) -> Checkpoint:
+        """A hub checkpoint (``source="hf"``) or a local folder (``"local"``) of this family."""
+
+    @abc.abstractmethod
+    def member_of(self, ckpt: Checkpoint) -> Member | None:
+        """The member a loaded checkpoint is, or stands in for."""
+
+    @abc.abstractmethod
+    def is_metric(self, model: nn.Module) -> bool:
+        """Whether the model's output is metric depth (metres)."""
+
+    @abc.abstractmethod
+    def encoder_layers(self, model: nn.Module):
+        """The transformer blocks the rewrites walk (for the original and the rewritten backbone)."""
+
+    def member_of_file_name(self, path: str) -> Member | None:
+        """The member an exported file's name says it came from (``<stem>_<H>x<W>_...``), or None (renamed file)."""
+        m = re.match(r"([a-z0-9_]+?)_\d+x\d+_", os.path.basename(path))
+        return next((x for x in self.members.values() if m and x.file_stem == m.group(1)), None)

@@ -1,0 +1,56 @@
+"""Depth Anything V2 (transformers' ``DepthAnythingForDepthEstimation``: a DINOv2 ViT backbone and a DPT head).
+
+I/O contract: ``pixel_values`` float32 [1, 3, H, W], RGB, /255, ImageNet mean/std, H and W multiples of 14 ->
+``predicted_depth`` float32 [1, H, W]: relative inverse depth (larger = closer, >= 0: ReLU head), or metric depth in
+metres for the metric members (sigmoid x ``max_depth``).  Members and licences: :mod:`.members`; stand-ins:
+:mod:`.synthetic`.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from ...preprocess import MEAN, PATCH, STD
+from .. import _hub
+from ..base import Checkpoint, Member, ModelFamily
+from .members import MEMBERS, NAME, SYNTHETIC, member_of_config
+from .synthetic import synthetic_model
+
+
+class DepthAnythingV2(ModelFamily):
+    name = NAME
+    title = "Depth Anything"
+    model_types = ("depth_anything",)
+    members = MEMBERS
+    synthetic = SYNTHETIC
+    mean, std, patch = MEAN, STD, PATCH
+
+    def owns_model(self, model: nn.Module) -> bool:
+        return getattr(getattr(model, "config", None), "model_type", None) in self.model_types
+
+    def load_synthetic(self, name: str, seed: int) -> Checkpoint:
+        return Checkpoint(model=synthetic_model(name, seed), source="synthetic", name=name, seed=seed, family=self)
+
+    def load_pretrained(self, path_or_id: str, revision: str | None, source: str) -> Checkpoint:
+        from transformers import DepthAnythingForDepthEstimation
+
+        model, files = _hub.from_pretrained(DepthAnythingForDepthEstimation, path_or_id, revision, source, self.title)
+        return Checkpoint(model=model, source=source, name=path_or_id, revision=revision, weight_files=files,
+                          family=self)
+
+    def member_of(self, ckpt: Checkpoint) -> Member | None:
+        if ckpt.source == "synthetic":
+            return MEMBERS[SYNTHETIC[ckpt.name][0]]
+        by_id = next((m for m in MEMBERS.values() if m.hub_id.lower() == ckpt.name.lower()), None) \
+            if ckpt.source == "hf" else None
+        return by_id or member_of_config(ckpt.model.config)
+
+    def is_metric(self, model: nn.Module) -> bool:
+        return getattr(model.config, "depth_estimation_type", "relative") == "metric"
+
+    def encoder_layers(self, model: nn.Module):
+        bb = model.backbone        # transformers' Dinov2Backbone, or the rewrites' EdgeBackbone
+        return bb.layers if hasattr(bb, "layers") else bb.encoder.layer
+
+
+FAMILY = DepthAnythingV2()
