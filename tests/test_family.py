@@ -10,8 +10,8 @@ import pytest
 
 from edgedepth import formats
 from edgedepth.checkpoint import load_checkpoint
-from edgedepth.models import CC_BY_NC, MEMBERS, SYNTHETIC, member_of_file_name, member_of_hub_id
-from edgedepth.models.depth_anything_v2.members import member_of_config
+from edgedepth.models import CC_BY_NC, member_of_file_name, member_of_hub_id
+from edgedepth.models.depth_anything_v2.members import MEMBERS, SYNTHETIC, member_of_config
 from edgedepth.formats import tflite
 from edgedepth.rewrites import prepare
 from edgedepth.runtimes.litert import LiteRTRunner

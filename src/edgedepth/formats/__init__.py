@@ -16,7 +16,7 @@ import os
 from typing import Callable
 
 from ..errors import EdgedepthError
-from ..models import DEFAULT_STEM
+from ..models import DEFAULT_STEM, family_of
 from ..fsutil import sha256_file
 
 
@@ -206,6 +206,9 @@ def export(model, height: int, width: int, out_dir: str, *, target_name: str = "
     """
     fmt = target(target_name)
     check_input_dtype(fmt, precisions, input_dtype)
+    blocker = family_of(model).export_blocker
+    if blocker:
+        raise EdgedepthError(blocker, option="model")
     if dynamic and not fmt.dynamic_size:
         raise EdgedepthError(f"--dynamic-size: {fmt.target_name} files have a fixed input size (ONNX files can be dynamic)")
     extra = {"input_dtype": input_dtype} if input_dtype != "float32" else {}

@@ -11,6 +11,7 @@ from ..errors import EdgedepthError
 from ..preprocess import parse_size
 from . import FP16_MAX
 from .probe import DEFAULT_IMAGES, PRECISION_LOSS, probe_model, summarize
+from .topology import FAMILIES
 
 
 def report_json(report, **kw) -> str:
@@ -75,6 +76,9 @@ def run_cli(model: str, size: str, images: int = DEFAULT_IMAGES, folder: str | N
     if images < 1:
         raise EdgedepthError(f"the range probe needs at least 1 calibration image (got {images})")
     ckpt = load_checkpoint(model, quiet=quiet)
+    if ckpt.family.name not in FAMILIES:
+        raise EdgedepthError(f"inspect --ranges knows the structure of {', '.join(FAMILIES)} models, not of "
+                             f"{ckpt.family.title} ({ckpt.name})", option="model")
     rep = {"model": {**ckpt.provenance(), "name": ckpt.name}, **probe_model(ckpt.model, hw, images, folder)}
     if as_json:
         return report_json(rep, indent=2)

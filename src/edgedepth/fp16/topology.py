@@ -34,6 +34,9 @@ import torch
 from torch import nn
 
 from ..checkpoint import encoder_layers
+from ..models import DEPTH_ANYTHING_V2
+
+FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose DINOv2 + DPT structure the scale groups below follow
 
 FIXED = "backbone.out"   # the backbone's LayerNorm'd features: scale-free by construction (input of the neck)
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from torch import nn
 
-from . import depth_anything_v2
+from . import depth_anything_3, depth_anything_v2
 from .base import APACHE, CC_BY_NC, Checkpoint, Member, ModelFamily
 
-FAMILIES: list[ModelFamily] = [depth_anything_v2.FAMILY]
+FAMILIES: list[ModelFamily] = [depth_anything_v2.FAMILY, depth_anything_3.FAMILY]
+# Family names, for code that declares which families' structure it knows (the rewrites' FAMILIES, fp16's topology).
+DEPTH_ANYTHING_V2 = depth_anything_v2.FAMILY.name
+DEPTH_ANYTHING_3 = depth_anything_3.FAMILY.name
 DEFAULT_FAMILY = FAMILIES[0]     # a hub id no family knows is loaded as this one (its loader then says if it is not)
 
 MEMBERS: dict[str, Member] = {n: m for f in FAMILIES for n, m in f.members.items()}
@@ -59,6 +62,6 @@ def model_types() -> list[str]:
     return [t for f in FAMILIES for t in f.model_types]
 
 
-__all__ = ["APACHE", "CC_BY_NC", "Checkpoint", "DEFAULT_FAMILY", "DEFAULT_STEM", "FAMILIES", "MEMBERS", "Member",
+__all__ = ["APACHE", "CC_BY_NC", "Checkpoint", "DEFAULT_FAMILY", "DEFAULT_STEM", "DEPTH_ANYTHING_3", "DEPTH_ANYTHING_V2", "FAMILIES", "MEMBERS", "Member",
            "ModelFamily", "SYNTHETIC", "encoder_layers", "family_of", "family_of_hub_id", "family_of_model_type",
            "family_of_synthetic", "member_of_file_name", "member_of_hub_id", "model_types"]

@@ -31,6 +31,7 @@ class Member:
     max_depth: int | None = None        # metres, metric members only
     revision: str | None = None         # pinned where we can name it
     family: str = ""            # the family's name (set by the family's member table)
+    semantics: str | None = None        # what the output is, when the family's head is not V2's (see output_semantics)
 
     @property
     def is_metric(self) -> bool:
@@ -43,6 +44,8 @@ class Member:
 
     @property
     def output_semantics(self) -> str:
+        if self.semantics:
+            return self.semantics
         if self.is_metric:
             return f"metric depth in metres, 0..{self.max_depth:g} (sigmoid x max_depth head)"
         return "relative inverse depth, larger = closer"
@@ -101,6 +104,7 @@ class ModelFamily(abc.ABC):
     mean: tuple[float, float, float]    # input normalisation after /255
     std: tuple[float, float, float]
     patch: int                  # H and W must be multiples of it
+    export_blocker: str | None = None   # why its models cannot be exported yet (None: they can)
 
     @abc.abstractmethod
     def owns_model(self, model: nn.Module) -> bool:

@@ -7,8 +7,7 @@ import dataclasses
 
 from torch import nn
 
-from ..models import encoder_layers  # noqa: F401  (re-exported: every rewrite imports it from here)
-from ..models.depth_anything_v2.members import NAME as DEPTH_ANYTHING_V2  # noqa: F401  (for the rewrites' FAMILIES)
+from ..models import DEPTH_ANYTHING_V2, encoder_layers  # noqa: F401  (re-exported: every rewrite imports them here)
 
 
 @dataclasses.dataclass(frozen=True)

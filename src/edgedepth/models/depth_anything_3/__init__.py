@@ -1,0 +1,55 @@
+"""Depth Anything 3 (the ``depth-anything-3`` package's model code: DINOv2 with RoPE / QK-norm / alternating
+attention and a camera token, DualDPT head), monocular: :mod:`.mono`.
+
+I/O contract: ``pixel_values`` float32 [1, 3, H, W], RGB, /255, ImageNet mean/std (the package's input processor),
+H and W multiples of 14 -> ``predicted_depth`` [1, H, W], relative depth (exp head: > 0, larger = farther) and a
+confidence [1, H, W] (>= 1) that the files do not carry yet.  Export is refused until the rewrites that make it
+convertible and GPU-delegated exist (issue 31; measured in docs/spikes/depth-anything-3.md): the package's RoPE
+computes a data-dependent ``max_position`` that torch.export cannot trace.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from ...errors import EdgedepthError
+from ...preprocess import MEAN, PATCH, STD
+from ..base import Checkpoint, Member, ModelFamily
+from .members import MEMBERS, NAME, SYNTHETIC
+from .mono import DA3Mono, build
+from .synthetic import realistic_init
+
+
+class DepthAnything3(ModelFamily):
+    name = NAME
+    title = "Depth Anything 3"
+    model_types = ()            # the hub's DA3 folders have no transformers config: loaded by name only
+    members = MEMBERS
+    synthetic = SYNTHETIC
+    mean, std, patch = MEAN, STD, PATCH
+    export_blocker = ("Depth Anything 3 files cannot be exported yet: its rotary position embedding is not traceable "
+                      "and its graph is not GPU-ready without rewrites (issue 31)")
+
+    def owns_model(self, model: nn.Module) -> bool:
+        return isinstance(model, DA3Mono)
+
+    def load_synthetic(self, name: str, seed: int) -> Checkpoint:
+        model = build(SYNTHETIC[name][1])
+        realistic_init(model, seed)
+        return Checkpoint(model=model, source="synthetic", name=name, seed=seed, family=self)
+
+    def load_pretrained(self, path_or_id: str, revision: str | None, source: str) -> Checkpoint:
+        raise EdgedepthError(f"{path_or_id}: loading Depth Anything 3 weights is not supported yet (issue 31); "
+                             f"use --model {next(iter(SYNTHETIC))} for the architecture", option="model")
+
+    def member_of(self, ckpt: Checkpoint) -> Member | None:
+        return MEMBERS[SYNTHETIC[ckpt.name][0]] if ckpt.source == "synthetic" else None
+
+    def is_metric(self, model: nn.Module) -> bool:
+        return False
+
+    def encoder_layers(self, model: nn.Module):
+        return model.backbone.pretrained.blocks
+
+
+FAMILY = DepthAnything3()
