@@ -116,6 +116,16 @@ def test_no_backend_name_switch_outside_runtimes_and_formats():
     assert not offenders, "\n".join(offenders)
 
 
+def test_light_entry_points_do_not_import_torch():
+    """The CLI (its --help and every user error), the playground server and the manifest check start without torch
+    (~1 s): the model families load torch only when a model is loaded."""
+    code = ("import sys, edgedepth.cli, edgedepth.serve, edgedepth.release.manifest, edgedepth.models, edgedepth.formats; "
+            "heavy = [m for m in ('torch', 'transformers', 'depth_anything_3') if m in sys.modules]; "
+            "assert not heavy, heavy")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
 MAX_FUNCTION_LINES = 60     # issue 29: orchestrators as numbered steps, one function per section/command
 
 

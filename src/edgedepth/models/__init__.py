@@ -5,10 +5,13 @@ a family.  Adding a family: one package ``models/<family>/`` plus one entry in `
 
 from __future__ import annotations
 
-from torch import nn
+from typing import TYPE_CHECKING
 
 from . import depth_anything_3, depth_anything_v2
 from .base import APACHE, CC_BY_NC, Checkpoint, Member, ModelFamily
+
+if TYPE_CHECKING:
+    from torch import nn
 
 FAMILIES: list[ModelFamily] = [depth_anything_v2.FAMILY, depth_anything_3.FAMILY]
 # Family names, for code that declares which families' structure it knows (the rewrites' FAMILIES, fp16's topology).

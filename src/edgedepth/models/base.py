@@ -12,8 +12,10 @@ import abc
 import dataclasses
 import os
 import re
+from typing import TYPE_CHECKING
 
-from torch import nn
+if TYPE_CHECKING:      # torch is imported by the families' loaders only: the CLI and the server start without it
+    from torch import nn
 
 APACHE = "apache-2.0"           # licence ids, as the model cards' metadata spells them
 CC_BY_NC = "cc-by-nc-4.0"

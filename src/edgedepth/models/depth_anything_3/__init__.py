@@ -10,14 +10,16 @@ computes a data-dependent ``max_position`` that torch.export cannot trace.
 
 from __future__ import annotations
 
-from torch import nn
+import sys
+from typing import TYPE_CHECKING
 
 from ...errors import EdgedepthError
 from ...preprocess import MEAN, PATCH, STD
 from ..base import Checkpoint, Member, ModelFamily
 from .members import MEMBERS, NAME, SYNTHETIC
-from .mono import DA3Mono, build
-from .synthetic import realistic_init
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 class DepthAnything3(ModelFamily):
@@ -31,9 +33,13 @@ class DepthAnything3(ModelFamily):
                       "and its graph is not GPU-ready without rewrites (issue 31)")
 
     def owns_model(self, model: nn.Module) -> bool:
-        return isinstance(model, DA3Mono)
+        mono = sys.modules.get(__name__ + ".mono")      # not imported yet: no model of this family exists
+        return mono is not None and isinstance(model, mono.DA3Mono)
 
     def load_synthetic(self, name: str, seed: int) -> Checkpoint:
+        from .mono import build                  # torch and the package: only when a model is loaded
+        from .synthetic import realistic_init
+
         model = build(SYNTHETIC[name][1])
         realistic_init(model, seed)
         return Checkpoint(model=model, source="synthetic", name=name, seed=seed, family=self)

@@ -8,13 +8,15 @@ metres for the metric members (sigmoid x ``max_depth``).  Members and licences: 
 
 from __future__ import annotations
 
-from torch import nn
+from typing import TYPE_CHECKING
 
 from ...preprocess import MEAN, PATCH, STD
 from .. import _hub
 from ..base import Checkpoint, Member, ModelFamily
 from .members import MEMBERS, NAME, SYNTHETIC, member_of_config
-from .synthetic import synthetic_model
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 class DepthAnythingV2(ModelFamily):
@@ -29,6 +31,8 @@ class DepthAnythingV2(ModelFamily):
         return getattr(getattr(model, "config", None), "model_type", None) in self.model_types
 
     def load_synthetic(self, name: str, seed: int) -> Checkpoint:
+        from .synthetic import synthetic_model      # torch, transformers: only when a model is loaded
+
         return Checkpoint(model=synthetic_model(name, seed), source="synthetic", name=name, seed=seed, family=self)
 
     def load_pretrained(self, path_or_id: str, revision: str | None, source: str) -> Checkpoint:
