@@ -14,9 +14,15 @@ import dataclasses
 import numpy as np
 
 from . import formats
-from .checkpoint import Checkpoint, load_checkpoint
+from .checkpoint import Checkpoint, DepthModule, load_checkpoint
 from .errors import EdgedepthError
-from .preprocess import DEFAULT_SIZE, MAX_PIXELS, parse_size
+from .fsutil import made_dir
+from .images import image_set
+from .predict import resize_depth
+from .preprocess import DEFAULT_SIZE, MAX_PIXELS, load_image, model_input, parse_size
+from .release.manifest import check_made_from, verify_files_next_to
+from .rewrites import APPLIED_ATTR, PIPELINE, REWRITES
+from .verify.validate import validate as _validate
 
 
 def _size(size) -> tuple[int, int]:
@@ -48,8 +54,6 @@ def _names(option: str, value, known, example: str) -> list[str]:
 def _rewrites(rewrites, model):
     """``"default"``, ``()``/``None`` (none: the plain baseline) or rewrite names, each known and each after what it
     needs (selected too, or already applied to a loaded ``model``)."""
-    from .rewrites import APPLIED_ATTR, PIPELINE, REWRITES
-
     if rewrites == "default" or rewrites is None or (isinstance(rewrites, (list, tuple)) and not rewrites):
         return rewrites
     names = _names("rewrites", rewrites, list(REWRITES), '["fuse_qkv"]')
@@ -76,7 +80,6 @@ def _checkpoint(model) -> Checkpoint:
 @dataclasses.dataclass
 class Model:
     """A model file opened through the format registry, with what users do with one."""
-
     artifact: formats.Artifact
 
     @property
@@ -105,8 +108,6 @@ class Model:
         """Depth for one photo (a path or a PIL image): float32 [H, W], relative inverse depth (larger = closer),
         resized back to the photo's size (bicubic, like HF's post-processing) unless ``resize_back=False``.
         A photo file of more than ``max_pixels`` pixels is refused from its header, before it is decoded."""
-        from .predict import resize_depth
-        from .preprocess import load_image, model_input
 
         img = load_image(image, max_pixels) if isinstance(image, str) else image.convert("RGB")
         runner = self.runner(backend, threads)
@@ -132,8 +133,6 @@ def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = 
     (what transformers.js needs); ``size`` is then the size edgedepth runs the file at.  Open a result with :func:`open` and run it on ``backend="cpu"`` (ONNX
     Runtime for .onnx) or ``"openvino"``.  Arguments are checked before anything is loaded; an ``out_dir`` this call
     creates is removed again if the export fails before writing a file."""
-    from .fsutil import made_dir
-
     h, w = _size(size)
     fmt = formats.target(target)
     precisions = _names("precisions", precisions, list(fmt.module.PRECISIONS), '["fp32"]')
@@ -166,11 +165,6 @@ def validate(paths, *, model="synthetic", backends=("cpu",), images: str | None 
     (file, backend) with status, error, flags and metrics (pooled/max/p95 rel-L2, Pearson, aligned AbsRel/δ<1.25).
     ``backends``: a list of names; every file must run on at least one of them (never an empty result).  Photos in
     ``images`` above ``max_pixels`` pixels are refused from their headers."""
-    from .checkpoint import DepthModule
-    from .images import image_set
-    from .release.manifest import check_made_from, verify_files_next_to
-    from .verify.validate import validate as _validate
-
     backends = _names("backends", backends, list(formats.BACKENDS), '["cpu"]')
     threads = _positive("threads", threads)
     paths = [paths] if isinstance(paths, str) else list(paths)

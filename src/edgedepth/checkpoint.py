@@ -23,13 +23,10 @@ import torch
 from torch import nn
 
 from .errors import EdgedepthError
-from .models import (MEMBERS, SYNTHETIC, Checkpoint, encoder_layers, family_of_hub_id, family_of_model_type,  # noqa: F401
-                     family_of_synthetic, model_types)
+from .models import (DEFAULT_HF_ID, DEFAULT_MODEL, DEFAULT_REVISION, MEMBERS, SYNTHETIC, Checkpoint,  # noqa: F401
+                     encoder_layers, family_of_hub_id, family_of_model_type, family_of_synthetic, model_types)
 from .variants import register_variant, split_variant  # noqa: F401  (register_variant: re-exported for callers)
 
-DEFAULT_HF_ID = "depth-anything/Depth-Anything-V2-Small-hf"
-DEFAULT_REVISION = "5426e4f0f36572d16453bbda7a8389317b1bef99"
-DEFAULT_MODEL = f"{DEFAULT_HF_ID}@{DEFAULT_REVISION}"
 SYNTHETIC_SEED = 0
 SYNTHETIC_WARNING = (
     "WARNING: synthetic weights (seeded random, not trained): depth maps from this model are meaningless; "

@@ -18,9 +18,26 @@ import sys
 
 import numpy as np
 
-from . import formats
+from . import formats, interrupt
 from .errors import EdgedepthError
-from .runtimes import BACKENDS as RUNTIME_BACKENDS, REFERENCE_BACKEND
+from .fsutil import made_dir, write_bytes_atomic
+from .images import image_set, image_set_hash
+from .models import DEFAULT_MODEL, MEMBERS, SYNTHETIC
+from .predict import predict, validate_inputs
+from .preprocess import DEFAULT_SIZE, MAX_PIXELS, MAX_SIDE, parse_size
+from .progress import Stages
+from .release import build, load_recipe
+from .release.build import stage_count
+from .release.manifest import (check_made_from, escape, load as load_manifest, member_of_file,
+                               verify as verify_release, verify_files_next_to, verify_next_to)
+from .release.outdir import check_out_dir
+from .runtimes import BACKENDS as RUNTIME_BACKENDS, REFERENCE_BACKEND, native_log_shown
+from .serve import add_parser as add_serve_parser
+from .verify.bench import environment, run_interleaved
+from .verify.reports import bench_markdown, latency_plot, parity_plot, validate_markdown
+from .verify.validate import validate
+
+# Lazy below: edgedepth.checkpoint, .rewrites and .runtimes.torch import torch (~1 s); the CLI starts without it.
 
 
 def _list_option(flag: str, text: str, allowed) -> list[str]:
@@ -33,16 +50,12 @@ def _list_option(flag: str, text: str, allowed) -> list[str]:
 
 
 def cmd_export(args) -> int:
-    from .fsutil import made_dir
-
     with made_dir(args.out):      # checks the folder is writable; a failed export leaves no empty folder behind
         return _export(args)
 
 
 def _export(args) -> int:
     from .checkpoint import load_checkpoint
-    from .preprocess import parse_size
-    from .progress import Stages
 
     size = parse_size(args.size)
     fmt = formats.target(args.target)
@@ -89,7 +102,6 @@ def _export(args) -> int:
 
 def cmd_inspect(args) -> int:
     if args.ranges:
-        from .checkpoint import DEFAULT_MODEL
         from .fp16.report import run_cli
 
         if args.files:
@@ -98,8 +110,6 @@ def cmd_inspect(args) -> int:
             raise EdgedepthError("--images must be at least 1")
         text = run_cli(args.model or DEFAULT_MODEL, args.size, args.images, as_json=bool(args.json))
         if args.json and args.json != "-":
-            from .fsutil import write_bytes_atomic
-
             write_bytes_atomic(args.json, (text.rstrip("\n") + "\n").encode())
         else:
             print(text)
@@ -123,11 +133,7 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
     """A model file (any registered format) -> its runtime; anything else is a checkpoint -> PyTorch eager (CPU).
     Returns (runner, family member or None): the member says whether the output is metres.  ``size_text``: a
     checkpoint's size, or the size to run a dynamic-size .onnx at (any other file must already have it)."""
-    from .preprocess import DEFAULT_SIZE, parse_size
-
     if formats.is_artifact(model):
-        from .release.manifest import member_of_file, verify_next_to
-
         verify_next_to(model)  # a file inside a release folder must match its manifest
         size = parse_size(size_text) if size_text else None
         return formats.open_runner(model, backend, threads, size), member_of_file(model)
@@ -144,9 +150,6 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
 def cmd_predict(args) -> int:
     from tqdm import tqdm
 
-    from .fsutil import made_dir
-    from .predict import predict, validate_inputs
-
     with made_dir(args.output):     # a failed run leaves no empty folder behind
         validate_inputs(args.images, args.output, args.max_pixels)  # before a possibly slow model load
         runner, member = _runner_for(args.model, args.backend, args.size, args.threads)
@@ -161,15 +164,11 @@ def cmd_predict(args) -> int:
 
 
 def _write_json(path: str, data) -> None:
-    from .fsutil import write_bytes_atomic
-
     write_bytes_atomic(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode())
 
 
 def _model_files(paths: list[str]) -> list[str]:
     """Model files (a folder: its files of every format), each checked against a release manifest beside it."""
-    from .release.manifest import verify_files_next_to
-
     return verify_files_next_to(formats.find_artifacts(paths))
 
 
@@ -177,14 +176,8 @@ def cmd_validate(args) -> int:
     from tqdm import tqdm
 
     from .checkpoint import DepthModule, load_checkpoint
-    from .images import image_set, image_set_hash
-    from .formats import BACKENDS
-    from .verify.bench import environment
-    from .verify.reports import validate_markdown
-    from .release.manifest import check_made_from
-    from .verify.validate import validate
 
-    backends = _list_option("--backend", args.backend, BACKENDS)
+    backends = _list_option("--backend", args.backend, formats.BACKENDS)
 
     artifacts = [formats.open_artifact(p) for p in _model_files(args.artifacts)]
     for a in artifacts:
@@ -205,8 +198,6 @@ def cmd_validate(args) -> int:
     }
     _write_or_print_json(args.json, report)
     if args.plot:
-        from .verify.reports import parity_plot
-
         parity_plot(report, args.plot)
     if args.json != "-":
         print(validate_markdown(report))
@@ -216,9 +207,6 @@ def cmd_validate(args) -> int:
 
 def cmd_bench(args) -> int:
     from tqdm import tqdm
-
-    from .verify.bench import environment, run_interleaved
-    from .verify.reports import bench_markdown
 
     arts = [formats.open_artifact(p) for p in _model_files(args.artifacts)]
     backend = _list_option("--backend", args.backend, formats.BACKENDS)
@@ -254,8 +242,6 @@ def cmd_bench(args) -> int:
         report["environment"]["gpu_adapter"] = (arts[0].gpu_check() or {}).get("adapter")
     _write_or_print_json(args.json, report)
     if args.plot:
-        from .verify.reports import latency_plot
-
         latency_plot(report, args.plot)
     if args.json != "-":
         print(bench_markdown(report))
@@ -263,11 +249,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_release(args) -> int:
-    from .progress import Stages
-    from .release import build, load_recipe
-    from .release.build import stage_count
-    from .release.outdir import check_out_dir
-
     check_out_dir(args.out)           # refusals before any work (build checks again, under its lock)
     recipe = load_recipe(args.recipe).with_overrides(
         model=args.model, sizes=[x.strip() for x in args.sizes.split(",")] if args.sizes else None,
@@ -281,14 +262,12 @@ def cmd_release(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .release.manifest import escape, load, verify
-
-    problems = verify(args.folder)     # lines already escaped (no control characters reach the terminal)
+    problems = verify_release(args.folder)     # lines already escaped (no control characters reach the terminal)
     if problems:
         for p in problems:
             print(f"edgedepth: verify: {p}", file=sys.stderr)
         return 1
-    print(f"{escape(args.folder)}: all {len(load(args.folder)['files'])} files match manifest.json")
+    print(f"{escape(args.folder)}: all {len(load_manifest(args.folder)['files'])} files match manifest.json")
     return 0
 
 
@@ -302,7 +281,6 @@ def _write_or_print_json(dest: str | None, data) -> None:
 
 class _Parser(argparse.ArgumentParser):
     """argparse with every error as one line ``edgedepth: error: ...`` and exit 2 (sub-command parsers inherit it)."""
-
     def error(self, message):
         self.exit(2, f"edgedepth: error: {' '.join(message.split())} (see: {self.prog} --help)\n")
 
@@ -324,7 +302,6 @@ def _whole(least: int):
 @dataclasses.dataclass(frozen=True)
 class _Options:
     """Parent parsers of the options several commands share (defined once) and the help texts they reuse."""
-
     quiet: argparse.ArgumentParser
     verbose: argparse.ArgumentParser
     as_json: argparse.ArgumentParser
@@ -340,9 +317,6 @@ def _backends_help() -> str:
 
 
 def _options() -> _Options:
-    from .models import MEMBERS, SYNTHETIC
-    from .preprocess import DEFAULT_SIZE, MAX_PIXELS
-
     quiet = argparse.ArgumentParser(add_help=False)
     quiet.add_argument("--quiet", action="store_true", help="no progress bar")
     verbose = argparse.ArgumentParser(add_help=False)
@@ -364,9 +338,6 @@ def _options() -> _Options:
 
 def _add_export(sub, o: _Options) -> None:
     """export: a checkpoint to .tflite / .pte / .onnx."""
-    from .checkpoint import DEFAULT_MODEL
-    from .preprocess import MAX_SIDE
-
     e = sub.add_parser("export", parents=[o.quiet, o.verbose],
                        help="export a checkpoint to LiteRT .tflite, ExecuTorch .pte or ONNX")
     e.add_argument("--model", default=DEFAULT_MODEL,
@@ -411,13 +382,10 @@ def _add_inspect(sub, o: _Options) -> None:
 
 def _add_predict(sub, o: _Options) -> None:
     """predict: depth maps of photos."""
-    from .checkpoint import DEFAULT_MODEL
-    from .formats import BACKENDS
-
     r = sub.add_parser("predict", parents=[o.quiet, o.verbose, o.threads, o.max_pixels], help="depth maps for photos")
     r.add_argument("images", nargs="+", metavar="IMAGE")
     r.add_argument("--model", default=DEFAULT_MODEL, help="a .tflite file or a checkpoint (as for export)")
-    r.add_argument("--backend", default="cpu", choices=list(BACKENDS),
+    r.add_argument("--backend", default="cpu", choices=list(formats.BACKENDS),
                    help=_backends_help() + " (default: %(default)s)")
     r.add_argument("--size", default=None,
                    help="HEIGHTxWIDTH for a checkpoint or a dynamic-size .onnx (other files have their own)")
@@ -429,9 +397,6 @@ def _add_predict(sub, o: _Options) -> None:
 
 def _add_validate(sub, o: _Options) -> None:
     """validate: parity against the checkpoint."""
-    from .checkpoint import DEFAULT_MODEL
-    from .formats import BACKENDS
-
     v = sub.add_parser("validate", parents=[o.quiet, o.verbose, o.as_json, o.threads, o.max_pixels],
                        help="parity of model files vs their PyTorch checkpoint on natural images")
     v.add_argument("artifacts", nargs="+", metavar="ARTIFACT|DIR")
@@ -486,8 +451,6 @@ def _add_verify(sub, o: _Options) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .serve import add_parser as add_serve_parser
-
     o = _options()
     p = _Parser(prog="edgedepth", description="Depth Anything V2 -> verified on-device artifacts")
     sub = p.add_subparsers(dest="command", required=True)
@@ -502,7 +465,7 @@ def _quiet_native_logs(verbose: bool, owns_process: bool):
     """Keep third-party log output off the terminal unless ``verbose`` (errors still show).
 
     Python side: warnings, and log records below ERROR of every library (torchao's "Failed to load ..._C_*.so" via
-    the root logger, torch's ``_pytree`` deprecation lines via torch's own "torch" logger).  Native side (C++ writing
+    the root logger, torch's ``_pytree`` deprecation lines via torch's own "torch" logger: ``logging.disable``).  Native side (C++ writing
     to fd 2, out of Python's reach): TensorFlow/absl INFO via their environment variables; LiteRT's INFO lines are
     captured around each model load (``runtimes.native_log_captured``, told by ``EDGEDEPTH_VERBOSE``); the lines
     LiteRT writes as the process ends go to /dev/null when this call owns the process."""
@@ -512,22 +475,20 @@ def _quiet_native_logs(verbose: bool, owns_process: bool):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("GLOG_minloglevel", "2")
     saved_env = os.environ.get("EDGEDEPTH_VERBOSE")
-    loggers = [logging.getLogger(), logging.getLogger("torch")]
-    levels = [log.level for log in loggers]
     with warnings.catch_warnings():
         if verbose:
             os.environ["EDGEDEPTH_VERBOSE"] = "1"
         else:
             warnings.simplefilter("ignore")
-            for log in loggers:
-                log.setLevel(logging.ERROR)
+            # Not logger levels: torch sets its own loggers' levels when it is first imported, which may be later.
+            logging.disable(logging.WARNING)
             if owns_process:
                 atexit.register(_stderr_to_devnull)
         try:
             yield
         finally:
-            for log, level in zip(loggers, levels):
-                log.setLevel(level)
+            if not verbose:
+                logging.disable(logging.NOTSET)
             if saved_env is None:
                 os.environ.pop("EDGEDEPTH_VERBOSE", None)
             else:
@@ -574,9 +535,6 @@ def _disk_problem(e: BaseException) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import interrupt
-    from .runtimes import native_log_shown
-
     with interrupt.handling():      # Ctrl-C: exit 130, also while native code runs (edgedepth.interrupt)
         try:
             args = build_parser().parse_args(argv)

@@ -14,6 +14,8 @@ import hashlib
 import os
 
 from .errors import EdgedepthError
+from .fsutil import sha256_file
+from .preprocess import MAX_PIXELS, image_size, load_image
 
 # (package, relative path, description, license/credit) — the package's own docs state these licenses.
 SOURCES = [
@@ -61,8 +63,6 @@ class ImageItem:
         """8-bit RGB PIL image of this item (view applied)."""
         from PIL import ImageOps
 
-        from .preprocess import MAX_PIXELS, load_image
-
         img = load_image(self.path, self.max_pixels or MAX_PIXELS)
         if self.view is None:
             return img
@@ -103,8 +103,6 @@ def default_image_set(root: str | None = None) -> list[ImageItem]:
 def folder_image_set(folder: str, max_pixels: int | None = None) -> list[ImageItem]:
     """A folder's photos, each checked up front from its header (readable, at most ``max_pixels``: None, the default
     cap) before anything slow runs."""
-    from .preprocess import MAX_PIXELS, image_size
-
     if not os.path.isdir(folder):
         raise EdgedepthError(f"images {folder!r} is not a folder", option="images")
     files = sorted(f for f in os.listdir(folder) if f.lower().endswith(IMAGE_EXTENSIONS))
@@ -131,8 +129,6 @@ def image_set(folder: str | None = None, limit: int | None = None, max_pixels: i
 
 @functools.lru_cache(maxsize=None)
 def _file_sha256(path: str) -> str:
-    from .fsutil import sha256_file
-
     return sha256_file(path)
 
 

@@ -47,6 +47,8 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from . import formats
 from .errors import EdgedepthError
+from .release import manifest as mf
+from .release.manifest import escape
 
 DEFAULT_PORT = 8000
 DEFAULT_HOST = "127.0.0.1"
@@ -198,8 +200,6 @@ def tjs_problem(web: str) -> str | None:
 
 
 def _check_release(folder: str) -> dict:
-    from .release import manifest as mf
-
     if not os.path.exists(folder):
         raise EdgedepthError(f"release folder {folder!r} does not exist")
     if not os.path.isdir(folder):
@@ -308,7 +308,6 @@ def _safe_join(root: str, rel: str) -> str | None:
 
 class PlaygroundHandler(BaseHTTPRequestHandler):
     """GET/HEAD for the page, the vendored runtime and the release folder; 404 for anything else."""
-
     server_version = "edgedepth-serve"
     web = ""        # set on the subclass made by make_server
     release = ""
@@ -349,7 +348,6 @@ class PlaygroundHandler(BaseHTTPRequestHandler):
 
     def open_release_file(self, rel: str):
         """(open file, Content-Type) of ``manifest.json`` or a listed file of an allowed type, or None."""
-        from .release import manifest as mf
 
         name = rel.rsplit("/", 1)[-1]
         ctype = "text/plain; charset=utf-8" if name in RELEASE_TEXT_NAMES else \
@@ -445,7 +443,6 @@ class PlaygroundHandler(BaseHTTPRequestHandler):
 
     def _log(self, text: str) -> None:
         """One line on stderr, control characters escaped (a request line cannot write to the terminal)."""
-        from .release.manifest import escape
 
         sys.stderr.write(f"{self.address_string()} {escape(text)}\n")
 
@@ -461,7 +458,6 @@ class _Server(ThreadingHTTPServer):
     def handle_error(self, request, client_address) -> None:
         """Anything that escaped the handler: one line on stderr, no traceback (socketserver prints one)."""
         e = sys.exc_info()[1]
-        from .release.manifest import escape
 
         sys.stderr.write(f"edgedepth serve: error on a connection from {client_address[0]}: "
                          f"{type(e).__name__}: {escape(str(e))}\n")

@@ -68,9 +68,37 @@ def check(mod, x, name, show_ops=False, torch_ref=True):
         with torch.no_grad():
             t = mod(x); t = t if isinstance(t, (tuple, list)) else (t,)
         msgs.append("cpu-vs-torch=%.2g" % rel(cpu[0], t[0].numpy().reshape(cpu[0].shape)))
-    fcs = [o[3] + f" {o[1][0]}->{o[2][0]}" for o in ops(path) if o[0] == "FULLY_CONNECTED"]
-    print(f"[{name}] full_gpu={full} " + " | ".join(msgs) + (f" | FC: {fcs}" if fcs else ""), flush=True)
+    fcs = [(o[3], len(o[1][0]), len(o[2][0])) for o in ops(path) if o[0] == "FULLY_CONNECTED"]
+    fc = ""
+    if fcs:   # FC summary: how many, how many drop rank (keep_num_dims=False 3->2) or take a rank-2 input
+        fc = (f" | FC: {len(fcs)}, rank-dropping {sum(f[0].endswith('False') for f in fcs)}, "
+              f"rank-2 input {sum(f[1] == 2 for f in fcs)}")
+    print(f"[{name}] full_gpu={full} " + " | ".join(msgs) + fc, flush=True)
     if show_ops:
         for o in ops(path):
             print("    ", o)
     return worst
+
+ELEMENTWISE = {"ADD", "SUB", "MUL", "DIV", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "POW", "FLOOR_DIV",
+               "LESS", "GREATER", "EQUAL", "NOT_EQUAL", "LESS_EQUAL", "GREATER_EQUAL", "SELECT_V2", "LOGICAL_AND"}
+
+def rank_promoting(path):
+    """Elementwise ops with an operand of lower rank than the output that is more than a per-channel vector
+    (the LiteRT GPU mis-broadcast found here). Returns [(index, op, in_shapes, out_shape)]."""
+    bad = []
+    for i, (nm, ins, outs, _) in enumerate(ops(path)):
+        if nm not in ELEMENTWISE:
+            continue
+        R = len(outs[0])
+        s = [int(v) for v in ins[0]]
+        # measured: only the FIRST operand matters (a lower-rank second operand is broadcast correctly)
+        if len(s) < R and int(np.prod(s)) > 1:   # lower rank and not a scalar
+            bad.append((i, nm, [[int(v) for v in t] for t in ins if t is not None], [int(v) for v in outs[0]]))
+    return bad
+
+if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[1] == "lint":
+    for p in sys.argv[2:]:
+        b = rank_promoting(p)
+        print(f"{p}: {len(b)} rank-promoting elementwise ops")
+        for r in b[:40]:
+            print("   ", r)

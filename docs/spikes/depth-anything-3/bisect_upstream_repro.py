@@ -29,9 +29,8 @@ def build(path, const):
     oc = S.OperatorCodeT(); code = getattr(S.BuiltinOperator, OPNAME)
     oc.builtinCode = code; oc.deprecatedBuiltinCode = min(code, 127); oc.version = 1
     m.operatorCodes = [oc]
-    empty = S.BufferT(); empty.data = []
-    cbuf = S.BufferT(); cbuf.data = list(const.astype("<f4").tobytes())
-    m.buffers = [empty, empty, cbuf, empty]            # buffer 0 must be empty
+    cbuf = S.BufferT(); cbuf.data = np.frombuffer(const.astype("<f4").tobytes(), np.uint8)
+    m.buffers = [S.BufferT(), S.BufferT(), cbuf, S.BufferT()]   # buffer 0 empty; runtime tensors without data
     def tensor(name, shape, buf):
         t = S.TensorT(); t.name = name; t.shape = shape; t.type = S.TensorType.FLOAT32; t.buffer = buf; return t
     sg = S.SubGraphT()

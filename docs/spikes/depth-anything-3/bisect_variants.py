@@ -5,7 +5,9 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 from bisect_common import convert, run, rel
 
 torch.manual_seed(0)
+ONLY = sys.argv[1].split(",") if len(sys.argv) > 1 else None
 def case(name, fn, xshape, const_shape):
+    if ONLY and name not in ONLY: return
     c = torch.randn(*const_shape) + 2.0
     class M(nn.Module):
         def __init__(s): super().__init__(); s.register_buffer("c", c)
@@ -34,3 +36,8 @@ case("mul_r2_fullr3", mul, (17, 32), (1, 17, 32))
 case("mul_r1_r2", mul, (32,), (17, 32))
 case("mul_r1_r3", mul, (32,), (1, 17, 32))
 case("mul_r2_r3_Nbatch", mul, (17, 32), (2, 1, 32))
+case("mul_r3_constr1", mul, (1, 17, 32), (32,))
+case("mul_r3_constr2", mul, (1, 17, 32), (17, 32))
+case("add_r3_constr2", add, (1, 17, 32), (17, 32))
+case("mul_r3_rowconst", mul, (1, 17, 32), (17, 1))
+case("mul_r2col_r3", mul, (17, 1), (1, 17, 32))

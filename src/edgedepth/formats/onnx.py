@@ -28,9 +28,12 @@ import numpy as np
 
 from .. import interrupt
 from ..errors import EdgedepthError
-from ..models import DEFAULT_STEM
 from ..fsutil import atomic_path, write_bytes_atomic
+from ..models import DEFAULT_STEM
+from ..preprocess import DEFAULT_SIZE, parse_size
 from ..progress import quiet_output as _quiet
+from ..runtimes.onnxruntime import OrtRunner
+from ..runtimes.openvino import OpenVINORunner
 
 OPSET = 18
 INPUT_NAME = "pixel_values"
@@ -138,7 +141,6 @@ def _size_of(model, inputs: list[dict], path: str) -> tuple[list[int], bool]:
     if all(isinstance(d, int) for d in shape[2:]):
         return [int(shape[2]), int(shape[3])], False
     meta = {p.key: p.value for p in model.metadata_props}
-    from ..preprocess import DEFAULT_SIZE, parse_size
 
     try:
         return list(parse_size(meta[SIZE_KEY])) if SIZE_KEY in meta else list(DEFAULT_SIZE), True
@@ -379,10 +381,7 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[i
         raise EdgedepthError(f"{path!r}: height and width must be multiples of 14, not {size[0]}x{size[1]}")
     hw = tuple(size or own)
     if backend == "openvino":
-        from ..runtimes.openvino import OpenVINORunner
-
         return OpenVINORunner(path, threads=threads, size=hw)
-    from ..runtimes.onnxruntime import OrtRunner
 
     free = {d: v for d, v in zip(inputs[0]["shape"][2:], hw) if isinstance(d, str)} if dynamic else None
     return OrtRunner(path, threads=threads, size=hw, free_dims=free)

@@ -40,9 +40,10 @@ import numpy as np
 
 from .. import interrupt
 from ..errors import EdgedepthError
-from ..models import DEFAULT_STEM
 from ..fsutil import atomic_path
+from ..models import DEFAULT_STEM
 from ..progress import quiet_output as _quiet
+from ..runtimes.executorch import ExecuTorchRunner
 
 
 PTE_IDENTIFIER = b"ET"          # flatbuffer file identifier "ET12" (schema version digits follow)
@@ -330,7 +331,6 @@ def export_executorch(module, height: int, width: int, out_path: str, backend: s
                       precision: str = "fp32", *, rewrites=DEFAULT_REWRITES, int8_ops: str = "linear",
                       verbose: bool = False) -> dict:
     """Export ``module`` (a DepthModule or the HF model) to ``out_path`` (.pte, atomically); returns the export stats:
-
     backend, precision, quantization, rewrites, input/output shapes, delegated_subgraphs {backend id: n},
     delegated_nodes, non_delegated_nodes, non_delegated_ops {op: n}, fully_delegated, bytes, export_s, path.
     """
@@ -370,8 +370,6 @@ def export(module, height: int, width: int, out_dir: str, backends=("xnnpack",),
 
 def open_runner(path: str, backend: str = "cpu", threads: int = 2):
     """ExecuTorch runtime (XNNPACK, CPU): the only .pte backend the Python runtime runs here."""
-    from ..runtimes.executorch import ExecuTorchRunner
-
     if backend != "cpu":
         raise EdgedepthError(f"{path!r}: a .pte runs on the CPU here (ExecuTorch XNNPACK); use backend cpu")
     info = describe(path)  # checks the file first: missing/empty/corrupt/truncated -> one-line error

@@ -22,9 +22,13 @@ import numpy as np
 
 from .. import interrupt
 from ..errors import EdgedepthError
-from ..models import DEFAULT_STEM
 from ..fsutil import write_bytes_atomic
+from ..models import DEFAULT_STEM
+from ..preprocess import MEAN, STD
 from ..progress import quiet_output as _quiet
+from ..runtimes import native_log_captured
+from ..runtimes.litert import GPU_OPTIONS, LiteRTRunner
+from ..runtimes.vulkan import vulkan_env
 from .tflite_precisions import LADDER, calibration_inputs, quantize
 
 
@@ -165,7 +169,6 @@ def gpu_check(path: str, timeout: float = 600.0, x: np.ndarray | None = None, en
     validation_errors (int: WebGPU validation errors logged — an invalid pipeline compiles "fully delegated" and then
     computes garbage; with ``x`` given, compare ``output`` with the CPU's) and validation_error (the first, or None).
     """
-    from ..runtimes.vulkan import vulkan_env
 
     check(path)
     with tempfile.TemporaryDirectory(prefix="edgedepth-gpu-") as tmp:
@@ -279,8 +282,6 @@ def pixel_input(module):
     import torch
     from torch import nn
 
-    from ..preprocess import MEAN, STD
-
     class PixelInput(nn.Module):
         def __init__(self, inner):
             super().__init__()
@@ -327,8 +328,6 @@ _LOG_NOISE = re.compile(r"^(INFO: |I\d{4} |WARNING: All log messages before absl
 def _native_log(verbose: bool):
     """What native code (converter, TFLite interpreter) writes to stderr in the block stays off the terminal unless
     ``verbose``; when the block fails, its lines other than INFO are shown (the native account of what went wrong)."""
-    from ..runtimes import native_log_captured
-
     log: list[str] = []
     try:
         with native_log_captured(log, show=verbose):
@@ -397,8 +396,6 @@ def export(module, height: int, width: int, out_dir: str, precisions=DEFAULT_PRE
 
 def open_runner(path: str, backend: str = "cpu", threads: int = 2):
     """LiteRT CompiledModel on ``cpu``, ``gpu`` (FP32 enforced) or ``gpu-fp16`` (default precision policy)."""
-    from ..runtimes.litert import LiteRTRunner
-
     check(path)
     return LiteRTRunner(path, backend=backend, threads=threads)
 
@@ -427,8 +424,6 @@ def export_model(model, height: int, width: int, out_dir: str, *, precisions=DEF
 def release_entry(art, exported, size_text: str, io) -> dict:
     """A release manifest's fields for a .tflite (``art``: the opened file, ``exported``: what export said of it;
     ``io(h, w, ..., input_dtype=)``: the I/O contract); uint8-input files say so in their I/O."""
-    from ..runtimes.litert import GPU_OPTIONS
-
     info, precision = art.info, exported.precision
     return {"format": "tflite", "runtime": "litert", "precision": precision, "size": size_text,
             **io(*art.size, input_dtype=info["inputs"][0]["dtype"]), "ops": info["ops"],

@@ -27,6 +27,8 @@ from typing import Callable
 
 from ..errors import EdgedepthError
 from ..fsutil import write_bytes_atomic
+from ..images import default_image_set
+from ..preprocess import preprocess
 from ..progress import quiet_output as _quiet
 
 INT4_BLOCK = 32             # FULLY_CONNECTED input-dim block of the int4 file (divides 384, 1536 and tiny's 32)
@@ -113,9 +115,6 @@ LADDER: dict[str, Precision] = {p.name: p for p in (
 
 def calibration_inputs(height: int, width: int) -> list:
     """Preprocessed [1,3,H,W] inputs the static precisions calibrate on (one per bundled photo)."""
-    from ..images import default_image_set
-    from ..preprocess import preprocess
-
     return [preprocess(item.load(), (height, width)) for item in default_image_set()
             if item.id.endswith("/" + CALIBRATION_VIEW)]
 

@@ -21,7 +21,10 @@ DEFAULT_FAMILY = FAMILIES[0]     # a hub id no family knows is loaded as this on
 
 MEMBERS: dict[str, Member] = {n: m for f in FAMILIES for n, m in f.members.items()}
 SYNTHETIC: dict[str, tuple[str, object]] = {n: v for f in FAMILIES for n, v in f.synthetic.items()}
-DEFAULT_STEM = DEFAULT_FAMILY.members["small"].file_stem      # the default model's file names
+_DEFAULT = DEFAULT_FAMILY.members["small"]       # the default model: Depth-Anything-V2-Small @ a pinned revision
+DEFAULT_HF_ID, DEFAULT_REVISION = _DEFAULT.hub_id, _DEFAULT.revision
+DEFAULT_MODEL = f"{DEFAULT_HF_ID}@{DEFAULT_REVISION}"
+DEFAULT_STEM = _DEFAULT.file_stem      # the default model's file names
 
 
 def family_of(model: nn.Module) -> ModelFamily:
@@ -65,6 +68,7 @@ def model_types() -> list[str]:
     return [t for f in FAMILIES for t in f.model_types]
 
 
-__all__ = ["APACHE", "CC_BY_NC", "Checkpoint", "DEFAULT_FAMILY", "DEFAULT_STEM", "DEPTH_ANYTHING_3", "DEPTH_ANYTHING_V2", "FAMILIES", "MEMBERS", "Member",
+__all__ = ["APACHE", "CC_BY_NC", "Checkpoint", "DEFAULT_FAMILY", "DEFAULT_HF_ID", "DEFAULT_MODEL", "DEFAULT_REVISION",
+           "DEFAULT_STEM", "DEPTH_ANYTHING_3", "DEPTH_ANYTHING_V2", "FAMILIES", "MEMBERS", "Member",
            "ModelFamily", "SYNTHETIC", "encoder_layers", "family_of", "family_of_hub_id", "family_of_model_type",
            "family_of_synthetic", "member_of_file_name", "member_of_hub_id", "model_types"]

@@ -19,8 +19,14 @@ import shutil
 
 from .. import formats, interrupt
 from ..errors import EdgedepthError
-from . import hub_files, manifest as mf, outdir
+from ..images import image_set, image_set_hash
+from ..models import APACHE, member_of_hub_id
+from ..preprocess import parse_size, preprocess
 from ..runtimes import BACKENDS as RUNTIME_BACKENDS, REFERENCE_BACKEND
+from ..verify.bench import environment
+from ..verify.validate import validate
+from . import hub_files, manifest as mf, outdir
+from .modelcard import render_model_card
 from .recipe import Recipe
 from .recommend import recommend
 
@@ -183,8 +189,6 @@ def _round_metrics(m: dict) -> dict:
 
 def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
     """How many times ``build`` calls ``progress``: the progress bar's total (keep in step with build's ``step`` calls)."""
-    from ..models import APACHE, member_of_hub_id
-
     gate = recipe.parity_images != 0
     member = member_of_hub_id(recipe.base_model)
     n = 2 + (member is not None and member.license != APACHE)          # load (+ licence note), manifest
@@ -205,7 +209,6 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
     parity-gated as it is made), 5 manifest, card, licence, notice, build report; all in a staging folder swapped in
     atomically at the end."""
     from ..checkpoint import DepthModule, load_checkpoint
-    from ..images import image_set
 
     step = interrupt.checking(progress)      # every stage start is a point where a swallowed Ctrl-C stops
     sizes = list(recipe.sizes)
@@ -234,8 +237,6 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
 def _litert_entries(recipe: Recipe, ckpt, gate: "_Gate", staging: str, step, io, gpu_check: bool):
     """The .tflite files of every size (+ the uint8-input GPU files at the first size), GPU-checked and parity-gated as
     they are made: (manifest entries, {size: rewrites applied})."""
-    from ..preprocess import parse_size
-
     sizes = list(recipe.sizes)
     entries, rewrite_reports = [], {}
     for text in sizes:
@@ -256,7 +257,6 @@ def _litert_entries(recipe: Recipe, ckpt, gate: "_Gate", staging: str, step, io,
 def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewrite_reports: dict, items) -> dict:
     """manifest.json's content (its files: the model files; the text files are added once written)."""
     from ..checkpoint import state_dict_digest
-    from ..images import image_set_hash
 
     sizes = list(recipe.sizes)
     return {
@@ -288,8 +288,6 @@ def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewri
 def _write_folder_texts(staging: str, manifest: dict, gate: "_Gate") -> None:
     """manifest.json, then the card generated from it, LICENSE, NOTICE, the manifest again with those listed, and the
     build report (this machine's measurements, not listed)."""
-    from .modelcard import render_model_card
-
     mf.write(staging, manifest)
     _write_text(os.path.join(staging, "README.md"), render_model_card(mf.load(staging)))
     _write_text(os.path.join(staging, "LICENSE"), _license_text(manifest["model"]["license"]))
@@ -300,7 +298,6 @@ def _write_folder_texts(staging: str, manifest: dict, gate: "_Gate") -> None:
 
 class _Gate:
     """Build-time parity on this machine: fails the build when a file is out of tolerance; values go to the report."""
-
     def __init__(self, reference, items, step):
         self.reference, self.items, self.step = reference, items, step
         self.noise: dict[str, float] = {}
@@ -308,8 +305,6 @@ class _Gate:
 
     def check(self, art, precision: str, size: tuple[int, int], rel: str | None = None) -> None:
         """Parity of ``art`` (a :class:`formats.Artifact`: not described or hashed again) on the CPU."""
-        from ..preprocess import preprocess
-        from ..verify.validate import validate
 
         if not self.items:
             return
@@ -328,8 +323,6 @@ class _Gate:
             raise EdgedepthError(f"parity gate: {rel} is {got:.3e} from PyTorch FP32 (bound {bound:.3e}); not released")
 
     def summary(self) -> dict:
-        from ..verify.bench import environment
-
         return {"kind": "edgedepth.build_report", "environment": environment(threads=2),
                 "pytorch_fp32_vs_float64_rel_l2": self.noise, "files": self.report,
                 "note": "measured on the building machine; not part of the reproducible release (see manifest.json)"}
@@ -357,8 +350,6 @@ def _with_measurements(entry: dict, latency: dict, parity: dict) -> dict:
 
 def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step, io) -> list[dict]:
     """ExecuTorch .pte files per the recipe; XNNPACK files pass the parity gate (the runtime here runs only XNNPACK)."""
-    from ..preprocess import parse_size
-
     entries = []
     for text in cfg.sizes:
         h, w = parse_size(text)
@@ -373,8 +364,6 @@ def _onnx_entries(precisions, text: str, ckpt, gate: _Gate, staging: str, step, 
     """ONNX files with dynamic height and width in the onnx-community / transformers.js layout (``ONNX_LAYOUT``, with
     ``config.json`` and ``preprocessor_config.json``), parity-gated on ONNX Runtime (CPU) at the release's first size
     (the size the files record as edgedepth's)."""
-    from ..preprocess import parse_size
-
     h, w = parse_size(text)
     step(f"ONNX {text}: {', '.join(precisions)}")
     work = os.path.join(staging, ".onnx-export")

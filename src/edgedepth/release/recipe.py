@@ -14,6 +14,7 @@ import os
 import runpy
 
 from ..errors import EdgedepthError
+from ..formats import onnx as onnxfmt, pte, tflite
 from ..preprocess import parse_size
 
 
@@ -69,9 +70,6 @@ def _field(d: dict, key: str, kind, where: str):
 
 def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
     """Validate a RECIPE dict (see recipes/depth-anything-v2-small.py) into a :class:`Recipe`."""
-    from ..formats import onnx as onnxfmt
-    from ..formats import pte, tflite
-
     where = os.path.basename(path) or "RECIPE"
     lit = _field(d, "litert", dict, where)
     precisions = tuple(_field(lit, "precisions", list, where))

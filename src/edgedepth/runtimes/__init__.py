@@ -15,13 +15,13 @@ import tempfile
 from typing import Protocol
 
 import numpy as np
+from ..errors import EdgedepthError
 
 
 @dataclasses.dataclass(frozen=True)
 class Backend:
     """What a ``--backend`` value is, asked instead of comparing its name (issue 29): where it computes and at which
     precision.  Which runner a format opens for it is the format's business (``Format.backends``)."""
-
     name: str
     gpu: bool = False               # runs on the GPU (a GPU check applies; a CPU-identical result is suspicious)
     reduced_precision: bool = False     # may compute in FP16 (the GPU delegate's default precision policy)
@@ -50,7 +50,6 @@ class Runner(Protocol):
 
 class FileRunner:
     """Shared by the runners of exported files (and PyTorch eager): the fixed input shape and dtype, and their check."""
-
     input_shape: tuple[int, int, int, int]
     input_dtype: str = "float32"    # "uint8": a file exported with --input-dtype uint8 takes resized RGB pixels
 
@@ -61,7 +60,6 @@ class FileRunner:
     def _checked(self, x: np.ndarray) -> np.ndarray:
         """``x`` as the runtime takes it; an input of another shape or dtype than the model's is refused, never cast
         (uint8 pixels cast to float are not the normalised tensor: a wrong map, silently)."""
-        from ..errors import EdgedepthError
 
         x = np.asarray(x)
         if x.shape != self.input_shape:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import EdgedepthError
 from . import FileRunner, native_log_captured
+from .vulkan import ensure_vulkan_env
 
 BACKENDS = ("cpu", "gpu", "gpu-fp16")
 SIGNATURE = "serving_default"
@@ -59,8 +60,6 @@ def _options(backend: str, threads: int, gpu_options: dict | None = None):
     if backend == "cpu":
         return Options(hardware_accelerators=HA.CPU, cpu_options=CpuOptions(num_threads=threads))
     if backend in ("gpu", "gpu-fp16"):
-        from .vulkan import ensure_vulkan_env
-
         ensure_vulkan_env()
         return Options(hardware_accelerators=HA.GPU,
                        gpu_options=GpuOptions(enforce_f32=(backend == "gpu"), **_gpu_flags(gpu_options)))

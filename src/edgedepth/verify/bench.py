@@ -15,6 +15,8 @@ import resource
 import time
 
 import numpy as np
+from ..errors import EdgedepthError
+from ..preprocess import denormalise
 
 
 def _rss_mb() -> float:
@@ -35,8 +37,6 @@ def summarise(times_ms: list[float]) -> dict:
 def input_for(runner, x):
     """``x`` for the runner: a ``--input-dtype uint8`` file gets the pixels ``x`` was made from; every other runner
     ``x`` itself."""
-    from ..preprocess import denormalise
-
     if getattr(runner, "input_dtype", "float32") != "uint8" or x is None:
         return x
     return denormalise(x)
@@ -49,7 +49,6 @@ def run_interleaved(variants: dict, x: np.ndarray, *, rounds: int = 6, warmup: i
     Factories are called once each (load/compile time and RSS growth recorded), then the rounds run.
     ``rounds`` and ``iters`` are at least 1, ``warmup`` at least 0 (one-line error otherwise).
     """
-    from ..errors import EdgedepthError
 
     for name, value, least in (("rounds", rounds, 1), ("iters", iters, 1), ("warmup", warmup, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:

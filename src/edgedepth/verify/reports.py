@@ -1,6 +1,7 @@
 """Reports from data: Markdown tables and PNG plots generated from validate/bench JSON (never typed by hand)."""
 
 from __future__ import annotations
+from ..fsutil import atomic_path
 
 
 def _fmt(x, spec=".2e"):
@@ -46,8 +47,6 @@ def latency_plot(report: dict, path: str, title: str | None = None) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..fsutil import atomic_path
-
     v = report["variants"]
     names = list(v)
     med = [v[n]["median_ms"] for n in names]
@@ -73,8 +72,6 @@ def parity_plot(report: dict, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-
-    from ..fsutil import atomic_path
 
     rows = [r for r in report["results"] if r.get("per_image_rel_l2")]
     vals = [np.asarray(list(r["per_image_rel_l2"].values())) for r in rows]

@@ -15,6 +15,7 @@ from .. import formats
 from ..errors import EdgedepthError
 from ..preprocess import normalise, pixels
 from ..runtimes import BACKENDS, FP32_GPU, REFERENCE_BACKEND
+from ..runtimes.torch import TorchRunner
 from .parity import ParityAccumulator
 
 FP32_SUSPECT_REL_L2 = 1e-4   # enforce_f32 GPU vs CPU beyond this: the GPU did not really compute in FP32
@@ -26,10 +27,7 @@ def _digest(a: np.ndarray) -> str:
 
 class _References:
     """PyTorch outputs, computed once per (size, image) and shared by all artifacts/backends."""
-
     def __init__(self, module):
-        from ..runtimes.torch import TorchRunner
-
         self._module = module
         self._runners: dict = {}
         self._cache: dict = {}

@@ -12,6 +12,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ...images import image_set
+from ...preprocess import preprocess
 from .._weights import normal_like, on_grid
 from .members import MEMBERS, SYNTHETIC
 
@@ -92,9 +94,6 @@ CALIBRATION_PHOTOS = 8
 def _calibration_photos(size: tuple[int, int]):
     """CALIBRATION_PHOTOS views spread over the bundled default image set, preprocessed at ``size`` (deterministic:
     Pillow's integer resampling and elementwise float32 normalisation)."""
-    from ...images import image_set
-    from ...preprocess import preprocess
-
     items = image_set()
     step = max(1, len(items) // CALIBRATION_PHOTOS)
     return [preprocess(it.load(), size) for it in items[::step][:CALIBRATION_PHOTOS]]
