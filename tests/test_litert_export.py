@@ -147,3 +147,109 @@ def test_uint8_input_bad_combinations_are_one_line(tmp_path):
                     "--input-dtype", "uint8", *extra)
         assert_one_line_error(r, says)
     assert not (tmp_path / "o").exists() or not os.listdir(tmp_path / "o")
+
+
+# --- a LiteRT GPU delegate bug, found on Depth Anything 3 (docs/spikes/depth-anything-3/bisect_FINDINGS.md) ----------
+
+def _one_op_model(path, op: str, a_shape, b_shape, out_shape, b_const=None) -> None:
+    """A one-op .tflite written with ai-edge-litert's schema bindings (object API): ``op(a, b)``, ``b`` a constant
+    when ``b_const`` is given, else a second runtime input."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as S
+
+    m = S.ModelT()
+    m.version = 3
+    code = getattr(S.BuiltinOperator, op)
+    oc = S.OperatorCodeT()
+    oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), 1
+    m.operatorCodes = [oc]
+    m.buffers = [S.BufferT() for _ in range(4)]
+    if b_const is not None:
+        m.buffers[2].data = np.frombuffer(b_const.astype("<f4").tobytes(), np.uint8)
+
+    def tensor(name, shape, buf):
+        t = S.TensorT()
+        t.name, t.shape, t.type, t.buffer = name, list(shape), S.TensorType.FLOAT32, buf
+        return t
+
+    sg = S.SubGraphT()
+    sg.tensors = [tensor("a", a_shape, 1), tensor("b", b_shape, 2), tensor("out", out_shape, 3)]
+    sg.inputs, sg.outputs, sg.name = ([0] if b_const is not None else [0, 1]), [2], "main"
+    o = S.OperatorT()
+    o.opcodeIndex, o.inputs, o.outputs = 0, [0, 1], [2]
+    opts = {"MUL": ("MulOptions", S.MulOptionsT), "ADD": ("AddOptions", S.AddOptionsT)}[op]
+    o.builtinOptionsType, o.builtinOptions = getattr(S.BuiltinOptions, opts[0]), opts[1]()
+    sg.operators = [o]
+    sig = S.SignatureDefT()
+    sig.signatureKey, sig.subgraphIndex = "serving_default", 0
+
+    def tmap(i):
+        t = S.TensorMapT()
+        t.name, t.tensorIndex = sg.tensors[i].name, i
+        return t
+
+    sig.inputs, sig.outputs = [tmap(i) for i in sg.inputs], [tmap(2)]
+    m.subgraphs, m.signatureDefs = [sg], [sig]
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    with open(path, "wb") as f:
+        f.write(b.Output())
+
+
+def _run_one_op(path, inputs, out_size: int, gpu: bool) -> np.ndarray:
+    from ai_edge_litert.compiled_model import CompiledModel
+    from ai_edge_litert.hardware_accelerator import HardwareAccelerator as HA
+    from ai_edge_litert.options import CpuOptions, GpuOptions, Options
+
+    from edgedepth.runtimes.vulkan import ensure_vulkan_env
+
+    ensure_vulkan_env()     # SwiftShader here, as LiteRTRunner does before a GPU model
+    opts = (Options(hardware_accelerators=HA.GPU, gpu_options=GpuOptions(enforce_f32=True)) if gpu else
+            Options(hardware_accelerators=HA.CPU, cpu_options=CpuOptions(num_threads=1)))
+    cm = CompiledModel.from_file(str(path), options=opts)
+    assert not gpu or cm.is_fully_accelerated()
+    ib, ob = cm.create_input_buffers(0), cm.create_output_buffers(0)
+    for buf, x in zip(ib, inputs):
+        buf.write(np.ascontiguousarray(x, np.float32))
+    cm.run_by_index(0, ib, ob)
+    return ob[0].read(out_size, np.float32)
+
+
+N, C = 17, 32
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", ["MUL", "ADD"])
+@pytest.mark.parametrize("second", ["constant [1,1,C]", "constant [1,N,C]", "runtime [1,N,C]"])
+def test_gpu_hazard_rule_is_the_delegates(tmp_path, op, second):
+    """``describe``'s gpu_hazards flags exactly the ops the GPU accelerator computes wrongly: an elementwise op whose
+    first input [N, C] has a lower rank than its output [1, N, C] and whose second input is a constant (it returns row
+    0 of the first input on every row).  With two runtime inputs (V2's residual ADDs) it is right and not flagged.
+    A canary too: when LiteRT fixes the bug, the flagged case computes right and this test says so."""
+    rng = np.random.default_rng(0)
+    b_shape = [1, 1, C] if "[1,1,C]" in second else [1, N, C]
+    a = rng.standard_normal((N, C)).astype(np.float32)
+    b = (rng.standard_normal(b_shape) + 2).astype(np.float32)
+    const = second.startswith("constant")
+    path = tmp_path / "one_op.tflite"
+    _one_op_model(path, op, [N, C], b_shape, [1, N, C], b if const else None)
+    expected = (np.multiply if op == "MUL" else np.add)(a, b).ravel()     # one IEEE op per element: exact
+    inputs = [a] if const else [a, b]
+    assert np.array_equal(_run_one_op(path, inputs, N * C, gpu=False), expected)
+    gpu = _run_one_op(path, inputs, N * C, gpu=True)
+    flagged = describe(str(path))["gpu_hazards"]["count"]
+    assert flagged == int(const)
+    if const:
+        row0 = (np.multiply if op == "MUL" else np.add)(np.broadcast_to(a[:1], a.shape), b).ravel()
+        assert np.array_equal(gpu, row0), "LiteRT's GPU now computes this right: relax formats.tflite._gpu_hazard"
+    else:
+        assert np.array_equal(gpu, expected)
+
+
+def test_edgedepth_files_have_no_gpu_hazard(tiny_plain_export, u8_export, tiny_ckpt):
+    """The plain conversion has the pattern twice per layer (each LayerScale MUL after a rank-2 FULLY_CONNECTED: its
+    GPU output would be wrong even where it delegates); edgedepth's rewritten files have none (fold_layerscale)."""
+    layers = tiny_ckpt.model.config.backbone_config.num_hidden_layers
+    plain = describe(tiny_plain_export["fp32"])["gpu_hazards"]
+    assert plain["count"] == 2 * layers and {e["op"] for e in plain["examples"]} == {"MUL"}
+    assert describe(u8_export)["gpu_hazards"] == {"count": 0, "examples": []}

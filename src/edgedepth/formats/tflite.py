@@ -105,6 +105,34 @@ def _op_macs(name: str, op, sg) -> int:
     return 0
 
 
+RANK_PROMOTING_OPS = ("ADD", "MUL", "SUB", "DIV")
+MAX_HAZARD_EXAMPLES = 5
+
+
+def _is_constant(model, t) -> bool:
+    buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) else None
+    return buf is not None and (buf.data is not None or bool(buf.offset))
+
+
+def _gpu_hazard(name: str, op, model, sg) -> dict | None:
+    """An elementwise op LiteRT's GPU accelerator computes wrongly, or None.
+
+    Measured (ai-edge-litert 2.3.0, WebGPU delegate on SwiftShader; docs/spikes/depth-anything-3/bisect_FINDINGS.md
+    and tests/test_litert_export.py): ADD / MUL / SUB / DIV whose *first* input has a lower rank than the output and
+    more than one element while the second is a constant, e.g. ``MUL([N, C], gamma[1, 1, C]) -> [1, N, C]`` as
+    litert-torch writes a LayerScale after a rank-2 FULLY_CONNECTED, are accepted (fully delegated, no warning) and
+    return row 0 of that input broadcast over every row; the CPU is right.  With two runtime inputs the same shapes
+    compute correctly (V2's residual ADDs).  edgedepth's own graphs avoid it (fold_layerscale); this finds it anywhere."""
+    if name not in RANK_PROMOTING_OPS or len(op.inputs) < 2:
+        return None
+    first, second, out = (sg.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    in_shape, out_shape = [int(d) for d in (first.shape if first.shape is not None else [])], [int(d) for d in out.shape]
+    if len(in_shape) < len(out_shape) and int(np.prod(in_shape or [1])) > 1 and _is_constant(model, second) and \
+            not _is_constant(model, first):
+        return {"op": name, "input": in_shape, "output": out_shape}
+    return None
+
+
 def describe(path: str) -> dict:
     """Static description of a .tflite (no runtime needed)."""
     data = check(path)
@@ -114,10 +142,13 @@ def describe(path: str) -> dict:
     hist: collections.Counter = collections.Counter()
     fc_variants: collections.Counter = collections.Counter()
     macs: collections.Counter = collections.Counter()
+    hazards: list[dict] = []
     for op in sg.operators:
         oc = model.operatorCodes[op.opcodeIndex]
         name = ops.get(max(oc.builtinCode, oc.deprecatedBuiltinCode), f"CUSTOM:{oc.customCode}")
         hist[name] += 1
+        if h := _gpu_hazard(name, op, model, sg):
+            hazards.append(h)
         if n := _op_macs(name, op, sg):
             macs[name] += n
         if name == "FULLY_CONNECTED":
@@ -148,6 +179,7 @@ def describe(path: str) -> dict:
         "weights": {k: {"tensors": weights[k], "bytes": weight_bytes[k]} for k in sorted(weights)},
         "fc_variants": dict(sorted(fc_variants.items())),
         "macs": {"total": int(sum(macs.values())), **dict(sorted(macs.items(), key=lambda kv: -kv[1]))},
+        "gpu_hazards": {"count": len(hazards), "examples": hazards[:MAX_HAZARD_EXAMPLES]},
     }
 
 
@@ -167,10 +199,10 @@ def gpu_check(path: str, timeout: float = 600.0, x: np.ndarray | None = None, en
     Keys: fully_delegated (bool), gpu_ops / cpu_ops (int or None), unsupported ({op: reason}), adapter (str or None),
     error (str or None: the compile error, e.g. LiteRT #9481's "Unable to parse bc coord for BATCH axis"),
     validation_errors (int: WebGPU validation errors logged — an invalid pipeline compiles "fully delegated" and then
-    computes garbage; with ``x`` given, compare ``output`` with the CPU's) and validation_error (the first, or None).
+    computes garbage; with ``x`` given, compare ``output`` with the CPU's), validation_error (the first, or None) and
+    gpu_hazards (int: ops the GPU accelerator computes wrongly although it accepts them: :func:`_gpu_hazard`).
     """
-
-    check(path)
+    hazards = describe(path)["gpu_hazards"]["count"]
     with tempfile.TemporaryDirectory(prefix="edgedepth-gpu-") as tmp:
         x_path, y_path = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
         cmd = [sys.executable, "-m", "edgedepth.runtimes.gpu_probe", os.path.abspath(path)]
@@ -183,9 +215,9 @@ def gpu_check(path: str, timeout: float = 600.0, x: np.ndarray | None = None, en
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=vulkan_env())
         except subprocess.TimeoutExpired:
             return {"fully_delegated": False, "gpu_ops": None, "cpu_ops": None, "unsupported": {}, "adapter": None,
-                    "error": f"GPU compile did not finish within {timeout:.0f} s"}
+                    "error": f"GPU compile did not finish within {timeout:.0f} s", "gpu_hazards": hazards}
         output = np.load(y_path) if os.path.exists(y_path) else None
-    result = parse_gpu_log(proc.stdout, proc.stderr, proc.returncode)
+    result = parse_gpu_log(proc.stdout, proc.stderr, proc.returncode) | {"gpu_hazards": hazards}
     if x is not None:
         result["output"] = output
     return result
@@ -242,6 +274,12 @@ def format_text(info: dict) -> str:
     if macs.get("total"):
         lines.append(f"  compute: {macs['total'] / 1e9:.2f} G multiply-accumulates (" +
                      ", ".join(f"{k} {v / 1e9:.2f} G" for k, v in macs.items() if k != "total") + ")")
+    hz = info.get("gpu_hazards") or {}
+    if hz.get("count"):
+        ex = hz["examples"][0]
+        lines.append(f"  GPU HAZARD: {hz['count']} elementwise ops LiteRT's GPU accelerator computes wrongly (first "
+                     f"input of lower rank than the output, e.g. {ex['op']} {ex['input']} -> {ex['output']}): the GPU "
+                     "output will be wrong although the file is fully delegated")
     g = info.get("gpu")
     if g:
         where = f" on {g['adapter']}" if g["adapter"] else ""

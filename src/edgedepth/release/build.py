@@ -337,6 +337,9 @@ def _entry(path: str, exported, text: str, io, gate: "_Gate", step, gpu_check: b
     if gpu_check and art.format.gpu_check:
         step(f"GPU check {rel}")
         g = art.gpu_check()
+        if g.get("gpu_hazards"):
+            raise EdgedepthError(f"{rel}: {g['gpu_hazards']} ops LiteRT's GPU accelerator computes wrongly although "
+                                 "it delegates them (inspect shows them); not released")
         entry["gpu_fully_delegated"] = g["fully_delegated"]
         gate.report[rel] = {"gpu_check": {"adapter": (g["adapter"] or "").split(",")[0] or None, "error": g["error"]}}
     if art.format.module.runs_here(exported):

@@ -1,7 +1,9 @@
 """Fold DINOv2's LayerScale (lambda1 of layer_scale1/2) into ``o_proj`` and ``mlp.fc2``; the LayerScale becomes Identity.
 
-Answers: 2 MULs over [1, N, D] per layer (24 in Depth Anything V2 Small).  Float-rounding exact: diag(l)(Wx+b) is
-computed as (diag(l)W)x + l*b, one rounding apart (rel-L2 ~1e-7).
+Answers: 2 MULs over [1, N, D] per layer (24 in Depth Anything V2 Small), and a LiteRT GPU delegate bug: the plain
+graph writes each as ``MUL(FC output [N, D], lambda [1, 1, D]) -> [1, N, D]``, which the GPU accelerator delegates
+and computes wrongly (row 0 on every row; ``formats.tflite._gpu_hazard``, tests/test_litert_export.py).
+Float-rounding exact: diag(l)(Wx+b) is computed as (diag(l)W)x + l*b, one rounding apart (rel-L2 ~1e-7).
 """
 
 from __future__ import annotations

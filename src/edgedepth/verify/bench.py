@@ -49,7 +49,6 @@ def run_interleaved(variants: dict, x: np.ndarray, *, rounds: int = 6, warmup: i
     Factories are called once each (load/compile time and RSS growth recorded), then the rounds run.
     ``rounds`` and ``iters`` are at least 1, ``warmup`` at least 0 (one-line error otherwise).
     """
-
     for name, value, least in (("rounds", rounds, 1), ("iters", iters, 1), ("warmup", warmup, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise EdgedepthError(f"{name} {value!r}: must be a whole number, at least {least}", option=name)

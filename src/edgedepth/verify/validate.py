@@ -84,6 +84,9 @@ def _new_row(art, backend: str) -> tuple[dict, dict | None]:
     if g is not None:
         row["gpu_adapter"] = g["adapter"]
         row["gpu_fully_delegated"] = g["fully_delegated"]
+        if g.get("gpu_hazards"):        # accepted, fully delegated, computed wrongly (formats.tflite._gpu_hazard)
+            row["flags"].append(f"{g['gpu_hazards']} ops this GPU accelerator is known to compute wrongly "
+                                "(elementwise, first input of lower rank, constant second input)")
         if g.get("validation_errors"):   # compiled "fully delegated", but a pipeline is invalid: garbage out
             row["flags"].append(f"{g['validation_errors']} WebGPU validation errors, first: "
                                 f"{g['validation_error'][:200]}")
