@@ -24,7 +24,6 @@ import tarfile
 FIELDS = ("name", "pieces", "bytes", "sha256", "action", "dest", "parts")
 
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 from edgedepth.fsutil import sha256_file as _sha256  # noqa: E402
 
 

@@ -5,7 +5,7 @@ to show how much of "optimised ÷ plain" is a property of the CPU.  Two steps:
 
   here:    .venv/bin/python benchmarks/cpu_device.py prepare [--dir out/bench]
            -> .whl/ (ai-edge-litert for cp312) and .dev/cpu/ (about 30 MiB in all)
-  device:  one call, carry [".whl", ".dev"]: `python3 benchmarks/cpu_device.py run`   (writes $OUT/cpu_device.json)
+  device:  one call, carry [".whl", ".dev"]: `PYTHONPATH=src python3 benchmarks/cpu_device.py run`   (writes $OUT/cpu_device.json)
 
 Timing twins travel, not the files: INT8 files with their int8 weights zeroed (gzip -> a few MB; refilled there with
 seeded random int8, edgedepth.transport.zero_int8/fill_int8) and FP32 graphs stripped of their float weights (rebuilt
@@ -25,9 +25,8 @@ import subprocess
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-SRC = os.path.join(ROOT, "src")
-SITE = "/tmp/cpu_device_site"                      # ai-edge-litert installed here on the device
-sys.path[:0] = [SRC, SITE]
+SITE = "/tmp/cpu_device_site"                      # ai-edge-litert installed here on the device (by this script)
+sys.path[:0] = [SITE]
 P = "depth_anything_v2_small_518x686"
 KINDS = ("plain", "", "floor")                     # file suffixes: _plain, (optimised), _floor
 DEV = os.path.join(ROOT, ".dev", "cpu")

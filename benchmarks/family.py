@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 
-import precision_ladder as ladder       # benchmarks/: sets sys.path for src/ too
+import precision_ladder as ladder       # benchmarks/ (the script's folder) is on sys.path
 
 H, W = ladder.H, ladder.W
 ROOT = ladder.ROOT

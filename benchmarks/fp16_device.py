@@ -47,9 +47,6 @@ import shutil
 import sys
 import time
 
-SRC = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
-sys.path.insert(0, SRC)
-os.environ["PYTHONPATH"] = SRC + os.pathsep + os.environ.get("PYTHONPATH", "")  # the GPU probe runs in a child
 
 import numpy as np  # noqa: E402
 

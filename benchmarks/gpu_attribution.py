@@ -37,13 +37,10 @@ import gzip
 import json
 import os
 import shutil
-import sys
 import time
 
 import numpy as np
 
-SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
-sys.path.insert(0, SRC)
 
 DEV = ".dev/gpu_attr"
 

@@ -30,8 +30,6 @@ import time
 
 import numpy as np
 
-SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
-sys.path.insert(0, SRC)
 
 FILES = {"tiny [1,8] ADD": "call_tiny_x1", "token-sized ADD": "call_tokens_x1", "model-sized I/O + MEAN": "call_model_io_x1",
          "model-sized I/O, float16 input": "io_f16", "model-sized I/O, uint8 input (/255 in the graph)": "io_u8",

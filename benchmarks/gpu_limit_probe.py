@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 from edgedepth.checkpoint import DepthModule, load_checkpoint  # noqa: E402
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_reference import Timer, _timed  # noqa: E402
 
 

@@ -28,12 +28,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 
+from edgedepth.runtimes import litert
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(ROOT, "src"))
 
 STEM = os.environ.get("GPU_OPTIONS_STEM", "depth_anything_v2_small_518x686")   # a tiny release's stem: smoke test
 SIZE = tuple(int(v) for v in STEM.rsplit("_", 1)[1].split("x"))
@@ -79,21 +79,7 @@ def materialise() -> dict:
 
 def crash_canary(path: str) -> dict:
     """Compile + run ``path`` on the GPU with constant_tensor_sharing in a child process; its exit status."""
-    code = ("import sys, numpy as np; sys.path.insert(0, %r)\n"
-            "from edgedepth.runtimes.vulkan import ensure_vulkan_env; ensure_vulkan_env()\n"
-            "from ai_edge_litert.compiled_model import CompiledModel\n"
-            "from ai_edge_litert.hardware_accelerator import HardwareAccelerator as HA\n"
-            "from ai_edge_litert.options import GpuOptions, Options\n"
-            "cm = CompiledModel.from_file(%r, options=Options(hardware_accelerators=HA.GPU, "
-            "gpu_options=GpuOptions(%s=True)))\n"
-            "ib, ob = cm.create_input_buffers(0), cm.create_output_buffers(0); cm.run_by_index(0, ib, ob)\n"
-            "print('ran')\n") % (os.path.join(ROOT, "src"), path, CRASHER)
-    try:
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-        return {"flag": CRASHER, "returncode": p.returncode, "ran": "ran" in p.stdout,
-                "signal": -p.returncode if p.returncode < 0 else None}
-    except subprocess.TimeoutExpired:
-        return {"flag": CRASHER, "returncode": None, "ran": False, "timeout_s": 300}
+    return litert.gpu_flag_run(path, CRASHER)
 
 
 def _photos(shape, n: int) -> list:

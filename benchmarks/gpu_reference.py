@@ -30,14 +30,12 @@ import copy
 import json
 import os
 import subprocess
-import sys
 import time
 import traceback
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 from edgedepth.checkpoint import DepthModule, load_checkpoint, state_dict_digest  # noqa: E402
 from edgedepth.images import default_image_set, image_set_hash  # noqa: E402
 from edgedepth.preprocess import parse_size, preprocess  # noqa: E402

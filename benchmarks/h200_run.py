@@ -11,12 +11,8 @@ from __future__ import annotations
 import glob
 import json
 import os
-import sys
 import time
 
-SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
-sys.path.insert(0, SRC)
-os.environ["PYTHONPATH"] = SRC + os.pathsep + os.environ.get("PYTHONPATH", "")  # the GPU probe runs in a child
 
 import numpy as np  # noqa: E402
 

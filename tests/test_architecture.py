@@ -126,6 +126,16 @@ def test_light_entry_points_do_not_import_torch():
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+def test_benchmarks_do_not_put_src_on_sys_path():
+    """Benchmark scripts import edgedepth as installed (``make setup``) or from PYTHONPATH set by their device glue
+    (benchmarks/device_env.sh, peers_device.sh): none edits sys.path to reach src/ (issue 29 item 5)."""
+    bench = os.path.join(ROOT, "benchmarks")
+    offenders = [f"benchmarks/{f}:{i}: {line.strip()}" for f in sorted(os.listdir(bench)) if f.endswith(".py")
+                 for i, line in enumerate(open(os.path.join(bench, f), encoding="utf-8"), 1)
+                 if re.search(r"sys\.path\.insert|sys\.path\[:0\]|sys\.path\.append", line) and "SITE" not in line]
+    assert not offenders, "\n".join(offenders)
+
+
 MAX_FUNCTION_LINES = 60     # issue 29: orchestrators as numbered steps, one function per section/command
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -37,19 +35,9 @@ def test_refused_and_unknown_flags_are_one_line_errors(flags, fragment):
 def test_constant_tensor_sharing_still_crashes(tiny_release):
     """Canary: ai-edge-litert 2.3.0 segfaults with constant_tensor_sharing (seen on SwiftShader and the H200). When
     this fails, LiteRT fixed it: measure the flag (benchmarks/gpu_options.py) and drop it from GPU_OPTIONS_REFUSED."""
-    code = ("import sys, numpy as np\n"
-            "from edgedepth.runtimes.vulkan import ensure_vulkan_env; ensure_vulkan_env()\n"
-            "from ai_edge_litert.compiled_model import CompiledModel\n"
-            "from ai_edge_litert.hardware_accelerator import HardwareAccelerator as HA\n"
-            "from ai_edge_litert.options import GpuOptions, Options\n"
-            "cm = CompiledModel.from_file(sys.argv[1], options=Options(hardware_accelerators=HA.GPU, "
-            "gpu_options=GpuOptions(constant_tensor_sharing=True)))\n"
-            "ib, ob = cm.create_input_buffers(0), cm.create_output_buffers(0); cm.run_by_index(0, ib, ob)\n"
-            "print('ran')\n")
-    p = subprocess.run([sys.executable, "-c", code, str(tiny_release / f"{TINY}_fp32.tflite")],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == -11 and "ran" not in p.stdout, (
-        f"constant_tensor_sharing no longer crashes (exit {p.returncode}): re-measure it and update "
+    r = litert.gpu_flag_run(str(tiny_release / f"{TINY}_fp32.tflite"), "constant_tensor_sharing", timeout=600)
+    assert r["returncode"] == -11 and not r["ran"], (
+        f"constant_tensor_sharing no longer crashes (exit {r['returncode']}): re-measure it and update "
         f"GPU_OPTIONS_REFUSED ({GPU_OPTIONS_REFUSED})")
 
 

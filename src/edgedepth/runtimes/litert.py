@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import subprocess
+import sys
 
 import numpy as np
 
@@ -30,6 +32,32 @@ GPU_OPTIONS_REFUSED = {"constant_tensor_sharing": "crashes the process (segmenta
 
 
 _RE_NATIVE_ERROR = re.compile(r"^(?:ERROR: \[[^\]]*\]|E\d{4} [^\]]*\])\s*(\S.*)$")
+
+
+_FLAG_RUN = """import sys
+from edgedepth.runtimes.vulkan import ensure_vulkan_env; ensure_vulkan_env()
+from ai_edge_litert.compiled_model import CompiledModel
+from ai_edge_litert.hardware_accelerator import HardwareAccelerator as HA
+from ai_edge_litert.options import GpuOptions, Options
+cm = CompiledModel.from_file(sys.argv[1], options=Options(hardware_accelerators=HA.GPU,
+                                                          gpu_options=GpuOptions(**{sys.argv[2]: True})))
+ib, ob = cm.create_input_buffers(0), cm.create_output_buffers(0)
+cm.run_by_index(0, ib, ob)
+print("ran")
+"""
+
+
+def gpu_flag_run(path: str, flag: str, timeout: float = 300.0) -> dict:
+    """Compile and run ``path`` once on the GPU with one GpuOptions ``flag`` set, in a child process (a flag may crash
+    it: GPU_OPTIONS_REFUSED).  -> {flag, returncode, ran, signal} (returncode None: it did not end within
+    ``timeout``).  The canary of tests/test_gpu_options.py and benchmarks/gpu_options.py."""
+    try:
+        p = subprocess.run([sys.executable, "-c", _FLAG_RUN, path, flag], capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"flag": flag, "returncode": None, "ran": False, "signal": None, "timeout_s": timeout}
+    return {"flag": flag, "returncode": p.returncode, "ran": "ran" in p.stdout,
+            "signal": -p.returncode if p.returncode < 0 else None}
 
 
 def _native_errors(lines: list[str]) -> list[str]:
