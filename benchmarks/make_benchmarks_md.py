@@ -13,8 +13,8 @@ from md_browser import section_playground
 from md_common import R, load
 from md_family import section_family, summary_lines as family_summary
 from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
-from md_gpu_truth import (section_browser_h200, section_cpu_int8_xeon, section_gpu_limit, section_gpu_options,
-                          summary_lines as truth_summary)
+from md_gpu_truth import (section_browser_h200, section_cpu_int8_xeon, section_gpu_hazards, section_gpu_limit,
+                          section_gpu_options, summary_lines as truth_summary)
 from md_hostile import section_hostile
 from md_onnx import section_onnx_dynamic, summary_lines as onnx_summary
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
@@ -476,6 +476,7 @@ def main():
     section_gpu_reference(L)
     section_gpu_limit(L)
     section_gpu_options(L)
+    section_gpu_hazards(L)
     gpu_plot()
     section_gpu_attribution(L)
     ladder_plot()

@@ -1,5 +1,6 @@
-"""BENCHMARKS.md sections for issue 30 (GPU truth): LiteRT's GPU options measured and chosen, and the PyTorch CUDA
-limit with two timers.  Data: gpu_options.json, gpu_options_compare.json, gpu_reference.json, gpu_limit_probe.json."""
+"""BENCHMARKS.md sections for issue 30 (GPU truth): LiteRT's GPU options measured and chosen, the PyTorch CUDA limit
+with two timers, and a LiteRT GPU delegate bug (elementwise ops computed wrongly).  Data: gpu_options.json,
+gpu_options_compare.json, gpu_reference.json, gpu_limit_probe.json, gpu_hazards.json."""
 
 from __future__ import annotations
 
@@ -159,6 +160,37 @@ def section_cpu_int8_xeon(L) -> None:
     L.append("")
 
 
+def section_gpu_hazards(L) -> None:
+    h = load("gpu_hazards.json")
+    if not h:
+        return
+    wrong = [r for r in h["one_op"] if r["gpu_vs_numpy"] > 1e-6]
+    L += ["## A LiteRT GPU delegate bug: elementwise ops delegated and computed wrongly", "",
+          f"`benchmarks/gpu_hazards.py`, {h['date']}, ai-edge-litert {h['litert']}, GPU accelerator on "
+          f"{(h['gpu_adapter'] or 'n/a').split(',')[0]} (FP32 enforced). Found bisecting Depth Anything 3's GPU "
+          "divergence (`docs/spikes/depth-anything-3/bisect_FINDINGS.md`). Rule (`formats.tflite._gpu_hazard`, shown "
+          f"by `inspect`, flagged by `validate`, refused by `release`): {h['rule']}. One-op files written with the "
+          "schema bindings, first input [N, C] runtime, output [1, N, C]; rel-L2 vs numpy:", "",
+          "| op | second input | flagged | GPU fully delegated | CPU | GPU | GPU vs \"row 0 on every row\" |",
+          "|---|---|---|---|---|---|---|"]
+    for r in h["one_op"]:
+        L.append(f"| {r['op']} [{r['first'][0]}, {r['first'][1]}] | {r['second']} | {'yes' if r['flagged'] else 'no'} | "
+                 f"{'yes' if r['gpu_fully_delegated'] else 'no'} | {r['cpu_vs_numpy']:.1e} | **{r['gpu_vs_numpy']:.2g}** | "
+                 f"{r['gpu_vs_row0']:.1e} |")
+    flagged_wrong = sum(bool(r["flagged"]) == (r["gpu_vs_numpy"] > 1e-6) for r in h["one_op"])
+    L += ["", f"{len(wrong)} of {len(h['one_op'])} one-op files are wrong on the GPU; the rule flags exactly those "
+              f"({flagged_wrong}/{len(h['one_op'])} agree). Files:", "",
+          "| file | ops | hazards | example |", "|---|---|---|---|"]
+    for f in h["files"]:
+        ex = f["example"]
+        example = f"{ex['op']} {ex['input']} -> {ex['output']}" if ex else "—"
+        plain = " (plain conversion)" if f["plain"] else ""
+        L.append(f"| {f['file']}{plain} | {f['ops']} | **{f['gpu_hazards']}** | {example} |")
+    L += ["", "The plain conversion writes every DINOv2 LayerScale as such a MUL (2 per layer); `fold_layerscale` removes "
+              "them, so no file edgedepth ships has one. Depth Anything 3's blocks have the same pattern: its export "
+              "needs the same fold (issue 31).", ""]
+
+
 def summary_lines() -> list[str]:
     """README headline lines for issue 30, from the same JSON."""
     S = []
@@ -174,6 +206,15 @@ def summary_lines() -> list[str]:
         S.append(f"- PyTorch CUDA limit on the H200 (518×686, torch.compile CUDA graphs, FP16 autocast): "
                  f"{c['median_ms']:.2f} ms by CUDA events, {c['wall_median_ms']:.2f} ms by the synchronised wall clock "
                  f"({c['throughput_ms']:.2f} ms a call over 100 calls synchronised once).")
+    h = load("gpu_hazards.json")
+    if h:
+        wrong = sum(r["gpu_vs_numpy"] > 1e-6 for r in h["one_op"])
+        plain = next((f for f in h["files"] if f["plain"]), None)
+        S.append(f"- A LiteRT {h['litert']} GPU delegate bug (`benchmarks/gpu_hazards.py`, SwiftShader): {wrong} of "
+                 f"{len(h['one_op'])} one-op ADD/MUL/SUB/DIV files are delegated and computed wrongly (first input of "
+                 "lower rank, constant second input: row 0 on every row); the plain conversion has "
+                 f"{plain['gpu_hazards'] if plain else '?'} such ops, edgedepth's files none; `inspect` shows them, "
+                 "`release` refuses them.")
     p, w = load("playground_webgpu_h200.json"), load("webcam_fps_webgpu_h200.json")
     if p and w:
         v = p["browser"]["variants"]

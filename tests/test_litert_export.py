@@ -10,6 +10,7 @@ from edgedepth.errors import EdgedepthError
 from edgedepth.formats.tflite import describe
 from edgedepth.runtimes.litert import LiteRTRunner
 from edgedepth.formats import tflite as litert
+from edgedepth.transport import one_op_model
 from conftest import THREADS, TINY_SIZE, assert_within_fp32_noise, rel_l2
 
 
@@ -151,51 +152,6 @@ def test_uint8_input_bad_combinations_are_one_line(tmp_path):
 
 # --- a LiteRT GPU delegate bug, found on Depth Anything 3 (docs/spikes/depth-anything-3/bisect_FINDINGS.md) ----------
 
-def _one_op_model(path, op: str, a_shape, b_shape, out_shape, b_const=None) -> None:
-    """A one-op .tflite written with ai-edge-litert's schema bindings (object API): ``op(a, b)``, ``b`` a constant
-    when ``b_const`` is given, else a second runtime input."""
-    import flatbuffers
-    from ai_edge_litert import schema_py_generated as S
-
-    m = S.ModelT()
-    m.version = 3
-    code = getattr(S.BuiltinOperator, op)
-    oc = S.OperatorCodeT()
-    oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), 1
-    m.operatorCodes = [oc]
-    m.buffers = [S.BufferT() for _ in range(4)]
-    if b_const is not None:
-        m.buffers[2].data = np.frombuffer(b_const.astype("<f4").tobytes(), np.uint8)
-
-    def tensor(name, shape, buf):
-        t = S.TensorT()
-        t.name, t.shape, t.type, t.buffer = name, list(shape), S.TensorType.FLOAT32, buf
-        return t
-
-    sg = S.SubGraphT()
-    sg.tensors = [tensor("a", a_shape, 1), tensor("b", b_shape, 2), tensor("out", out_shape, 3)]
-    sg.inputs, sg.outputs, sg.name = ([0] if b_const is not None else [0, 1]), [2], "main"
-    o = S.OperatorT()
-    o.opcodeIndex, o.inputs, o.outputs = 0, [0, 1], [2]
-    opts = {"MUL": ("MulOptions", S.MulOptionsT), "ADD": ("AddOptions", S.AddOptionsT)}[op]
-    o.builtinOptionsType, o.builtinOptions = getattr(S.BuiltinOptions, opts[0]), opts[1]()
-    sg.operators = [o]
-    sig = S.SignatureDefT()
-    sig.signatureKey, sig.subgraphIndex = "serving_default", 0
-
-    def tmap(i):
-        t = S.TensorMapT()
-        t.name, t.tensorIndex = sg.tensors[i].name, i
-        return t
-
-    sig.inputs, sig.outputs = [tmap(i) for i in sg.inputs], [tmap(2)]
-    m.subgraphs, m.signatureDefs = [sg], [sig]
-    b = flatbuffers.Builder(1024)
-    b.Finish(m.Pack(b), file_identifier=b"TFL3")
-    with open(path, "wb") as f:
-        f.write(b.Output())
-
-
 def _run_one_op(path, inputs, out_size: int, gpu: bool) -> np.ndarray:
     from ai_edge_litert.compiled_model import CompiledModel
     from ai_edge_litert.hardware_accelerator import HardwareAccelerator as HA
@@ -232,7 +188,7 @@ def test_gpu_hazard_rule_is_the_delegates(tmp_path, op, second):
     b = (rng.standard_normal(b_shape) + 2).astype(np.float32)
     const = second.startswith("constant")
     path = tmp_path / "one_op.tflite"
-    _one_op_model(path, op, [N, C], b_shape, [1, N, C], b if const else None)
+    one_op_model(str(path), op, [N, C], b_shape, [1, N, C], b if const else None)
     expected = (np.multiply if op == "MUL" else np.add)(a, b).ravel()     # one IEEE op per element: exact
     inputs = [a] if const else [a, b]
     assert np.array_equal(_run_one_op(path, inputs, N * C, gpu=False), expected)

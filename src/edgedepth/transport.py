@@ -188,9 +188,53 @@ def fill_int8(zeroed_path: str, out_path: str, seed: int = 0) -> int:
     return _rewrite_int8(zeroed_path, out_path, lambda n: rng.integers(-127, 128, n, dtype=np.int8).view(np.uint8))
 
 
+
+def one_op_model(path: str, op: str, a_shape, b_shape, out_shape, b_const=None) -> None:
+    """A one-op .tflite (``op`` = ADD / MUL / SUB / DIV) written with ai-edge-litert's schema bindings (object API):
+    ``out = op(a, b)``, ``b`` a constant when ``b_const`` is given, else a second runtime input.  For probing a
+    runtime's elementwise kernels (formats.tflite._gpu_hazard, benchmarks/gpu_hazards.py)."""
+    from ai_edge_litert import schema_py_generated as S
+
+    m = S.ModelT()
+    m.version = 3
+    code = getattr(S.BuiltinOperator, op)
+    oc = S.OperatorCodeT()
+    oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), 1
+    m.operatorCodes = [oc]
+    m.buffers = [S.BufferT() for _ in range(4)]
+    if b_const is not None:
+        m.buffers[2].data = np.frombuffer(b_const.astype("<f4").tobytes(), np.uint8)
+
+    def tensor(name, shape, buf):
+        t = S.TensorT()
+        t.name, t.shape, t.type, t.buffer = name, list(shape), S.TensorType.FLOAT32, buf
+        return t
+
+    sg = S.SubGraphT()
+    sg.tensors = [tensor("a", a_shape, 1), tensor("b", b_shape, 2), tensor("out", out_shape, 3)]
+    sg.inputs, sg.outputs, sg.name = ([0] if b_const is not None else [0, 1]), [2], "main"
+    o = S.OperatorT()
+    o.opcodeIndex, o.inputs, o.outputs = 0, [0, 1], [2]
+    opts = f"{op.capitalize()}Options"
+    o.builtinOptionsType, o.builtinOptions = getattr(S.BuiltinOptions, opts), getattr(S, opts + "T")()
+    sg.operators = [o]
+    sig = S.SignatureDefT()
+    sig.signatureKey, sig.subgraphIndex = "serving_default", 0
+
+    def tmap(i):
+        t = S.TensorMapT()
+        t.name, t.tensorIndex = sg.tensors[i].name, i
+        return t
+
+    sig.inputs, sig.outputs = [tmap(i) for i in sg.inputs], [tmap(2)]
+    m.subgraphs, m.signatureDefs = [sg], [sig]
+    save_model(m, path)
+
+
 if __name__ == "__main__":
     import sys
 
     cmd, *a = sys.argv[1:]
     print({"strip": strip, "rebuild": rebuild, "fill_float": fill_float, "zero_int8": zero_int8,
            "fill_int8": fill_int8}[cmd](*a))
+
