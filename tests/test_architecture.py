@@ -126,6 +126,23 @@ def test_light_entry_points_do_not_import_torch():
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+def test_runtime_registry_is_keyed_by_format_and_backend():
+    """Adding a runtime is one module under runtimes/ plus one Runtime line (issue 29 item 3): every entry names a
+    registered format, a known backend and an importable runner class; every format runs on at least the reference
+    backend, and its backends are the registry's."""
+    import importlib
+
+    from edgedepth import formats, runtimes
+
+    names = {f.name for f in formats.FORMATS.values()}
+    for (fmt, backend), rt in runtimes.RUNTIMES.items():
+        assert fmt in names and backend in runtimes.BACKENDS, (fmt, backend)
+        module, cls = rt.runner.split(":")
+        assert hasattr(importlib.import_module(f"edgedepth.runtimes.{module}"), cls), rt.runner
+    for f in formats.FORMATS.values():
+        assert runtimes.REFERENCE_BACKEND in f.backends and f.backends == runtimes.backends_of(f.name)
+
+
 def test_benchmarks_do_not_put_src_on_sys_path():
     """Benchmark scripts import edgedepth as installed (``make setup``) or from PYTHONPATH set by their device glue
     (benchmarks/device_env.sh, peers_device.sh): none edits sys.path to reach src/ (issue 29 item 5)."""

@@ -15,9 +15,10 @@ import importlib
 import os
 from typing import Callable
 
+from .. import runtimes
 from ..errors import EdgedepthError
-from ..models import DEFAULT_STEM, family_of
 from ..fsutil import sha256_file
+from ..models import DEFAULT_STEM, family_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +26,6 @@ class Format:
     name: str                   # "tflite", "pte"
     suffix: str                 # ".tflite"
     target_name: str            # the export target's name: "litert", "executorch", "onnx"
-    backends: tuple[str, ...]   # backends open_runner accepts here
     gpu_check: bool             # has a GPU-delegation check (LiteRT's GPU accelerator)
     module_name: str
     # what the format can do, asked instead of switching on its name (issue 29):
@@ -36,6 +36,11 @@ class Format:
     notice: str = ""                    # its "Modifications" lines in a release's NOTICE (present files only)
     hub_layout: bool = False            # release files in the onnx-community layout (ORT / OpenVINO / transformers.js)
     card_delegation: Callable[[dict], str] = lambda entry: ""   # the model card's "delegation" cell for an entry
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        """The --backend values its files run on here (edgedepth.runtimes.RUNTIMES)."""
+        return runtimes.backends_of(self.name)
 
     @property
     def module(self):
@@ -53,14 +58,14 @@ def _pte_delegation(entry: dict) -> str:
 
 
 FORMATS: dict[str, Format] = {f.suffix: f for f in (
-    Format("tflite", ".tflite", "litert", ("cpu", "gpu", "gpu-fp16"), True, "edgedepth.formats.tflite",
+    Format("tflite", ".tflite", "litert", True, "edgedepth.formats.tflite",
            fp16_safe=True, browser_runtime="LiteRT.js",
            notice="- converted from PyTorch to LiteRT (.tflite) with litert-torch; INT8 files quantised with "
                   "ai-edge-quantizer\n  (dynamic_wi8_afp32: int8 weights, float activations);\n",
            card_delegation=_tflite_delegation),
-    Format("pte", ".pte", "executorch", ("cpu",), False, "edgedepth.formats.pte", export_backends=True,
+    Format("pte", ".pte", "executorch", False, "edgedepth.formats.pte", export_backends=True,
            card_delegation=_pte_delegation),
-    Format("onnx", ".onnx", "onnx", ("cpu", "openvino"), False, "edgedepth.formats.onnx", dynamic_size=True,
+    Format("onnx", ".onnx", "onnx", False, "edgedepth.formats.onnx", dynamic_size=True,
            browser_runtime="ONNX Runtime Web",
            notice="- exported to ONNX (onnx/) with torch.onnx; FP16 with onnxruntime's float16 converter, INT8 with\n"
                   "  onnxruntime quantize_dynamic;\n",

@@ -26,14 +26,12 @@ import os
 
 import numpy as np
 
-from .. import interrupt
+from .. import interrupt, runtimes
 from ..errors import EdgedepthError
 from ..fsutil import atomic_path, write_bytes_atomic
 from ..models import DEFAULT_STEM
 from ..preprocess import DEFAULT_SIZE, parse_size
 from ..progress import quiet_output as _quiet
-from ..runtimes.onnxruntime import OrtRunner
-from ..runtimes.openvino import OpenVINORunner
 
 OPSET = 18
 INPUT_NAME = "pixel_values"
@@ -380,11 +378,8 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[i
     if size is not None and (size[0] % 14 or size[1] % 14):
         raise EdgedepthError(f"{path!r}: height and width must be multiples of 14, not {size[0]}x{size[1]}")
     hw = tuple(size or own)
-    if backend == "openvino":
-        return OpenVINORunner(path, threads=threads, size=hw)
-
     free = {d: v for d, v in zip(inputs[0]["shape"][2:], hw) if isinstance(d, str)} if dynamic else None
-    return OrtRunner(path, threads=threads, size=hw, free_dims=free)
+    return runtimes.open_runner("onnx", backend, path, threads, size=hw, free_dims=free)
 
 
 def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32", "fp16", "int8"),

@@ -38,12 +38,11 @@ import time
 
 import numpy as np
 
-from .. import interrupt
+from .. import interrupt, runtimes
 from ..errors import EdgedepthError
 from ..fsutil import atomic_path
 from ..models import DEFAULT_STEM
 from ..progress import quiet_output as _quiet
-from ..runtimes.executorch import ExecuTorchRunner
 
 
 PTE_IDENTIFIER = b"ET"          # flatbuffer file identifier "ET12" (schema version digits follow)
@@ -370,10 +369,10 @@ def export(module, height: int, width: int, out_dir: str, backends=("xnnpack",),
 
 def open_runner(path: str, backend: str = "cpu", threads: int = 2):
     """ExecuTorch runtime (XNNPACK, CPU): the only .pte backend the Python runtime runs here."""
-    if backend != "cpu":
+    if backend not in runtimes.backends_of("pte"):
         raise EdgedepthError(f"{path!r}: a .pte runs on the CPU here (ExecuTorch XNNPACK); use backend cpu")
     info = describe(path)  # checks the file first: missing/empty/corrupt/truncated -> one-line error
-    return ExecuTorchRunner(path, threads=threads, backends=list(info["delegated_subgraphs"]))
+    return runtimes.open_runner("pte", backend, path, threads, backends=list(info["delegated_subgraphs"]))
 
 
 def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32",), rewrites="default",

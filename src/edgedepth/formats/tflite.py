@@ -20,14 +20,14 @@ import tempfile
 
 import numpy as np
 
-from .. import interrupt
+from .. import interrupt, runtimes
 from ..errors import EdgedepthError
 from ..fsutil import write_bytes_atomic
 from ..models import DEFAULT_STEM
 from ..preprocess import MEAN, STD
 from ..progress import quiet_output as _quiet
 from ..runtimes import native_log_captured
-from ..runtimes.litert import GPU_OPTIONS, LiteRTRunner
+from ..runtimes.litert import GPU_OPTIONS
 from ..runtimes.vulkan import vulkan_env
 from .tflite_precisions import LADDER, calibration_inputs, quantize
 
@@ -435,7 +435,7 @@ def export(module, height: int, width: int, out_dir: str, precisions=DEFAULT_PRE
 def open_runner(path: str, backend: str = "cpu", threads: int = 2):
     """LiteRT CompiledModel on ``cpu``, ``gpu`` (FP32 enforced) or ``gpu-fp16`` (default precision policy)."""
     check(path)
-    return LiteRTRunner(path, backend=backend, threads=threads)
+    return runtimes.open_runner("tflite", backend, path, threads)
 
 
 def export_model(model, height: int, width: int, out_dir: str, *, precisions=DEFAULT_PRECISIONS, rewrites="default",

@@ -1,6 +1,9 @@
-"""Runtimes: one runner interface (``run(x) -> depth``) over PyTorch eager, LiteRT CPU/GPU and ExecuTorch.
+"""Runtimes: one runner interface (``run(x) -> depth``) over PyTorch eager, LiteRT CPU/GPU, ExecuTorch, ONNX Runtime
+and OpenVINO, and the registry :data:`RUNTIMES`: which runner runs files of which format on which ``--backend``.
 
-Which runner opens which file is the format registry's business (``edgedepth.formats``); runtimes know no file format.
+Formats are named here by their manifest name only (``Format.name``); checking and describing a file stays with
+``edgedepth.formats``, which opens its runner through :func:`open_runner`.  Adding a runtime = one module here plus
+one :class:`Runtime` line (its format and backend).
 
 Every runner takes the float32 model input [1,3,H,W] (numpy) and returns float32 depth [1,H,W] (numpy).
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import os
 import sys
 import tempfile
@@ -21,7 +25,7 @@ from ..errors import EdgedepthError
 @dataclasses.dataclass(frozen=True)
 class Backend:
     """What a ``--backend`` value is, asked instead of comparing its name (issue 29): where it computes and at which
-    precision.  Which runner a format opens for it is the format's business (``Format.backends``)."""
+    precision.  Which runner opens a format's files on it: :data:`RUNTIMES`."""
     name: str
     gpu: bool = False               # runs on the GPU (a GPU check applies; a CPU-identical result is suspicious)
     reduced_precision: bool = False     # may compute in FP16 (the GPU delegate's default precision policy)
@@ -34,6 +38,46 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
     Backend("gpu-fp16", gpu=True, reduced_precision=True, help="LiteRT's GPU accelerator, default precision (FP16)"),
     Backend("openvino", help="OpenVINO on the CPU"),
 )}
+
+
+@dataclasses.dataclass(frozen=True)
+class Runtime:
+    """The runner of ``format`` files on ``backend`` (a :data:`BACKENDS` key)."""
+
+    format: str                 # formats.Format.name: "tflite", "pte", "onnx"
+    backend: str
+    runner: str                 # "module:Class" under edgedepth.runtimes, imported when a file is opened
+    options: tuple = ()         # fixed keyword arguments of the runner, as (name, value) pairs
+    input_dtypes: tuple[str, ...] = ("float32",)
+
+
+RUNTIMES: dict[tuple[str, str], Runtime] = {(r.format, r.backend): r for r in (
+    Runtime("tflite", "cpu", "litert:LiteRTRunner", (("backend", "cpu"),), ("float32", "uint8")),
+    Runtime("tflite", "gpu", "litert:LiteRTRunner", (("backend", "gpu"),), ("float32", "uint8")),
+    Runtime("tflite", "gpu-fp16", "litert:LiteRTRunner", (("backend", "gpu-fp16"),), ("float32", "uint8")),
+    Runtime("pte", "cpu", "executorch:ExecuTorchRunner"),
+    Runtime("onnx", "cpu", "onnxruntime:OrtRunner"),
+    Runtime("onnx", "openvino", "openvino:OpenVINORunner"),
+)}
+
+
+def backends_of(format_name: str) -> tuple[str, ...]:
+    """The --backend values files of a format run on here, in registry order."""
+    return tuple(b for f, b in RUNTIMES if f == format_name)
+
+
+def open_runner(format_name: str, backend: str, path: str, threads: int = 2, **options):
+    """The runner of ``path`` (a ``format_name`` file, already checked by its format) on ``backend``; ``options``:
+    the runner's own (a dynamic file's ``size``, an ExecuTorch file's delegates)."""
+    rt = RUNTIMES.get((format_name, backend))
+    if rt is None:
+        raise EdgedepthError(f"{path!r}: a .{format_name} file runs on --backend "
+                             f"{', '.join(backends_of(format_name))} here, not {backend}")
+    module, cls = rt.runner.split(":")
+    runner = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    return runner(path, threads=threads, **dict(rt.options), **options)
+
+
 REFERENCE_BACKEND = "cpu"       # the other backends' rows are compared with this one's (silent fallback, precision)
 FP32_GPU = next(b.name for b in BACKENDS.values() if b.gpu and not b.reduced_precision)   # the reduced one's twin
 

@@ -25,7 +25,9 @@ class OpenVINORunner(FileRunner):
     """Compile once on OpenVINO's CPU plugin, then run: ``run(x[1,3,H,W]) -> depth[1,H,W]``.  ``size``: (H, W) a
     file with symbolic height and width is reshaped to before compiling (static shapes: OpenVINO's fast path)."""
 
-    def __init__(self, path: str, threads: int = 2, precision: str = "f32", size: tuple[int, int] | None = None):
+    def __init__(self, path: str, threads: int = 2, precision: str = "f32", size: tuple[int, int] | None = None,
+                 free_dims: dict | None = None):
+        """``free_dims``: ONNX Runtime's named dynamic dims, unused here (the model is reshaped to ``size``)."""
         ov = _ov()
         self.path, self.threads = path, threads
         self.name = "openvino-cpu"
