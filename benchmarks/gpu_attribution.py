@@ -304,12 +304,13 @@ def build(args) -> None:
     from edgedepth import transport
     from edgedepth.checkpoint import load_checkpoint
     from edgedepth.formats.tflite import describe, quantize_int8
+    from edgedepth.models import DEPTH_ANYTHING_V2
     from edgedepth.rewrites import PIPELINE, prepare
 
     h, w = args.size
     os.makedirs(args.dir, exist_ok=True)
     ckpt = load_checkpoint(args.model, quiet=True)
-    default = [r.name for r in PIPELINE if r.default]
+    default = [r.name for r in PIPELINE if r.default and DEPTH_ANYTHING_V2 in r.families]
     mod, _ = prepare(ckpt.model, h, w, "default")
     pieces, dims = _pieces(mod.model, h, w)
     index = {"model": args.model, "size": [h, w], "dims": dims, "shipped_rewrites": default, "pieces": {},
@@ -457,6 +458,7 @@ def cpu(args) -> None:
     from edgedepth.formats.tflite import convert_fp32, describe, quantize_int8
     from edgedepth.images import default_image_set
     from edgedepth.preprocess import preprocess
+    from edgedepth.models import DEPTH_ANYTHING_V2
     from edgedepth.rewrites import PIPELINE, prepare
     from edgedepth.runtimes.litert import LiteRTRunner
     from edgedepth.verify.bench import environment, run_interleaved
@@ -464,7 +466,7 @@ def cpu(args) -> None:
 
     h, w = args.size
     ckpt = load_checkpoint(args.model, quiet=True)
-    default = [r.name for r in PIPELINE if r.default]
+    default = [r.name for r in PIPELINE if r.default and DEPTH_ANYTHING_V2 in r.families]
     sets = {"shipped": default, **{f"shipped-{n}": [r for r in default if r != n] for n in args.without}}
     item = default_image_set()[args.image]
     x = preprocess(item.load(), (h, w))

@@ -18,6 +18,7 @@ from edgedepth.verify.bench import environment, run_interleaved
 from edgedepth.checkpoint import DepthModule, load_checkpoint
 from edgedepth.formats.tflite import describe, gpu_check
 from edgedepth.fsutil import sha256_file
+from edgedepth.models import DEPTH_ANYTHING_V2
 from edgedepth.rewrites import PIPELINE, apply_rewrites
 from edgedepth.runtimes.litert import LiteRTRunner
 from edgedepth.formats import tflite as litert
@@ -33,7 +34,7 @@ def main() -> None:
     ap.add_argument("--out", default="benchmarks/results/rewrite_ablation.json")
     a = ap.parse_args()
     ckpt = load_checkpoint("synthetic", quiet=True)
-    names = [r.name for r in PIPELINE if r.default]
+    names = [r.name for r in PIPELINE if r.default and DEPTH_ANYTHING_V2 in r.families]
     work = tempfile.mkdtemp(prefix="ablation-")
     steps = []
     for k in range(len(names) + 1):

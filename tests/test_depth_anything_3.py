@@ -12,8 +12,8 @@ import torch
 
 from edgedepth.checkpoint import DepthModule, load_checkpoint, state_dict_digest
 from edgedepth.models import MEMBERS, SYNTHETIC, family_of, member_of_hub_id
-from edgedepth.rewrites import apply_rewrites
-from conftest import OTHER_KERNELS, assert_one_line_error, run_cli
+from edgedepth.rewrites import apply_rewrites, default_names
+from conftest import OTHER_KERNELS, assert_one_line_error, assert_within_fp32_noise, float64_reference, run_cli
 
 TINY = "synthetic-da3-tiny"
 SIZE = (28, 42)
@@ -84,12 +84,40 @@ def test_members_and_licences():
     assert "farther" in MEMBERS["da3-small"].output_semantics
 
 
-def test_no_v2_rewrite_runs_on_it(tiny):
-    """The rewrites know DINOv2-HF / DPT structure only: none runs by default, a named one is refused."""
+def test_only_its_own_rewrites_run_on_it(tiny):
+    """By default only the rewrites declared for Depth Anything 3 run (V2's know HF DINOv2 / DPT structure); a V2
+    rewrite named for it is refused."""
     out, report = apply_rewrites(tiny.model, *SIZE)
-    assert report == [] and out is not tiny.model
+    assert [r["name"] for r in report] == ["da3_static_rope", "da3_fold_layerscale"] and out is not tiny.model
+    assert default_names(tiny.model) == [r["name"] for r in report]
     with pytest.raises(ValueError, match="do not apply to depth_anything_3"):
         apply_rewrites(tiny.model, *SIZE, names=["fuse_qkv"])
+
+
+def _depth(model, x):
+    with torch.no_grad():
+        return DepthModule(model)(x).numpy()
+
+
+def test_static_rope_is_exact_and_pure(tiny, x):
+    """da3_static_rope: bit-identical (the package's table function on the length it would derive), on local and
+    global blocks; the input model is untouched, and a second run changes nothing."""
+    before = state_dict_digest(tiny.model)
+    out, report = apply_rewrites(tiny.model, *SIZE, names=["da3_static_rope"])
+    n_rope = sum(b.attn.rope is not None for b in tiny.model.backbone.pretrained.blocks)
+    assert report[0]["changed"] == n_rope > 0 and state_dict_digest(tiny.model) == before
+    assert np.array_equal(_depth(out, x), _depth(tiny.model, x))
+    assert apply_rewrites(out, *SIZE, names=["da3_static_rope"])[1][0]["changed"] == 0
+
+
+def test_fold_layerscale_is_within_fp32_noise(tiny, x):
+    """da3_fold_layerscale: one rounding apart (diag(g)(Wx+b) = (diag(g)W)x + g*b): within the suite's FP32-noise
+    factor of PyTorch FP32's own error vs a float64 run of the same model (tests/README.md)."""
+    out, report = apply_rewrites(tiny.model, *SIZE, names=["da3_fold_layerscale"])
+    assert report[0]["changed"] == 2 * len(tiny.model.backbone.pretrained.blocks)
+    assert not any(isinstance(m, type(tiny.model.backbone.pretrained.blocks[0].ls1)) for m in out.modules())
+    ref64 = float64_reference(tiny.model, x.numpy())
+    assert_within_fp32_noise(_depth(out, x), ref64, _depth(tiny.model, x), what="da3_fold_layerscale")
 
 
 @pytest.mark.parametrize("args,fragments", [

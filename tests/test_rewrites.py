@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from edgedepth.checkpoint import DepthModule, load_checkpoint
+from edgedepth.models import DEPTH_ANYTHING_V2
 from edgedepth.rewrites import PIPELINE, RewriteContext, apply_rewrites
 from edgedepth.formats.tflite import describe, gpu_check
 from edgedepth.rewrites._modules import EdgeAttention, EdgeLayerNorm, FrozenEmbeddings
@@ -88,8 +89,10 @@ BIT_EXACT = {"drop_attention_mask", "fold_attention_scale", "fuse_qkv", "rank4_a
 TESTED_ELSEWHERE = {"fp16_safe", "split_large_conv"}
 
 
-@pytest.mark.parametrize("idx", [i for i, r in enumerate(PIPELINE) if r.name not in TESTED_ELSEWHERE],
-                         ids=[r.name for r in PIPELINE if r.name not in TESTED_ELSEWHERE])
+V2 = [i for i, r in enumerate(PIPELINE) if r.name not in TESTED_ELSEWHERE and DEPTH_ANYTHING_V2 in r.families]
+
+
+@pytest.mark.parametrize("idx", V2, ids=[PIPELINE[i].name for i in V2])   # DA3's: tests/test_depth_anything_3.py
 def test_rewrite_parity_and_purity(tiny, x_tiny, ref_tiny, idx, torch_threads):
     rw = PIPELINE[idx]
     prefix = [r.name for r in PIPELINE[:idx]]
@@ -115,7 +118,7 @@ def test_pipeline_report_and_input_untouched(tiny, x_tiny, ref_tiny):
     snap = snapshot(tiny)
     model, report = apply_rewrites(tiny, TINY_H, TINY_W)
     assert_unchanged(tiny, snap)
-    assert [r["name"] for r in report] == [r.name for r in PIPELINE if r.default]
+    assert [r["name"] for r in report] == [r.name for r in PIPELINE if r.default and DEPTH_ANYTHING_V2 in r.families]
     assert all(set(r) == {"name", "exact", "changed"} for r in report)
     assert all(r["changed"] > 0 for r in report if r["name"] not in TESTED_ELSEWHERE)
     assert_within_fp32_noise(depth(model, x_tiny), ref_tiny["fp64"], ref_tiny["fp32"], what="default pipeline",

@@ -77,13 +77,13 @@ def _export(args) -> int:
         n = 2 + sum(p != "fp32" for p in precisions) \
             + int(getattr(fmt.module, "needs_calibration", lambda p: False)(precisions))
     rewrites = () if args.plain else "default"
-    if args.fp16_safe:
-        from .rewrites import PIPELINE
-
-        rewrites = [r.name for r in PIPELINE if r.default] + ["fp16_safe"]
     with Stages(1 + n, enabled=not args.quiet) as stages:
         stages.start(f"load {args.model}")
         ckpt = load_checkpoint(args.model)
+        if args.fp16_safe:
+            from .rewrites import default_names
+
+            rewrites = default_names(ckpt.model) + ["fp16_safe"]
         files = formats.export(ckpt.model, *size, args.out, target_name=args.target, precisions=precisions,
                                rewrites=rewrites, backends=backends, verbose=args.verbose, progress=stages.start,
                                stem=ckpt.file_stem, input_dtype=args.input_dtype, dynamic=args.dynamic_size)

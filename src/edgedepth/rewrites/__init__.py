@@ -17,9 +17,10 @@ from typing import Callable
 
 from torch import nn
 
-from . import (center_residual_stream, drop_attention_mask, fast_layernorm, fold_attention_scale, fold_layernorm_affine,
-               fold_layerscale, fp16_safe, freeze_position_embedding, fuse_qkv, rank_preserving_fc, split_large_conv,
-               static_attention, rank4_attention, symbolic_output_size, token_reassemble, unroll_heads)
+from . import (center_residual_stream, da3_fold_layerscale, da3_static_rope, drop_attention_mask, fast_layernorm,
+               fold_attention_scale, fold_layernorm_affine, fold_layerscale, fp16_safe, freeze_position_embedding,
+               fuse_qkv, rank4_attention, rank_preserving_fc, split_large_conv, static_attention,
+               symbolic_output_size, token_reassemble, unroll_heads)
 from ..models import family_of
 from ._base import RewriteContext
 
@@ -58,6 +59,8 @@ PIPELINE: list[Rewrite] = [
     _r(fp16_safe, default=False),   # data-driven (probes calibration photos): `export --fp16-safe`; tests/test_fp16.py
     _r(unroll_heads, default=False),   # measured 1.61x slower on the H200 GPU (benchmarks/gpu_attribution.py)
     _r(split_large_conv),           # weights > 32 MiB (Large only): ai-edge-quantizer#512; after fp16_safe's neck plan
+    _r(da3_static_rope),            # Depth Anything 3 (issue 31): traceable RoPE
+    _r(da3_fold_layerscale),        # Depth Anything 3: the LiteRT GPU delegate bug (benchmarks/gpu_hazards.py)
 ]
 
 REWRITES = {r.name: r for r in PIPELINE}
@@ -73,6 +76,12 @@ def _check_pipeline_order(pipeline: list[Rewrite]) -> None:
 
 
 _check_pipeline_order(PIPELINE)
+
+
+def default_names(model: nn.Module) -> list[str]:
+    """The rewrites ``apply_rewrites`` runs on ``model`` by default: the pipeline's defaults for its family, in order."""
+    family = family_of(model).name
+    return [r.name for r in PIPELINE if r.default and family in r.families]
 
 
 def apply_rewrites(model: nn.Module, height: int, width: int, names: list[str] | None = None):
@@ -122,4 +131,4 @@ def prepare(model: nn.Module, height: int, width: int, rewrites="default"):
     return DepthModule(out), report
 
 
-__all__ = ["PIPELINE", "REWRITES", "Rewrite", "RewriteContext", "apply_rewrites", "prepare"]
+__all__ = ["PIPELINE", "REWRITES", "Rewrite", "RewriteContext", "apply_rewrites", "default_names", "prepare"]

@@ -7,7 +7,7 @@ import dataclasses
 
 from torch import nn
 
-from ..models import DEPTH_ANYTHING_V2, encoder_layers  # noqa: F401  (re-exported: every rewrite imports them here)
+from ..models import DEPTH_ANYTHING_3, DEPTH_ANYTHING_V2, encoder_layers  # noqa: F401  (re-exported: every rewrite imports them here)
 
 
 @dataclasses.dataclass(frozen=True)

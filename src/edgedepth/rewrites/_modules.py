@@ -249,3 +249,21 @@ class SymbolicSizeHead(nn.Module):
                                       mode="bilinear", align_corners=True)
         x = self.conv3(self.activation1(self.conv2(x)))
         return (self.activation2(x) * self.max_depth).squeeze(dim=1)
+
+
+class StaticRope(nn.Module):
+    """Depth Anything 3's 2-D rotary position embedding with its frequency-table length fixed (``da3_static_rope``):
+    the package's own ``_compute_frequency_components`` / ``_apply_1d_rope`` on the same length the package derives
+    from the positions at run time (``int(positions.max()) + 1``, which torch.export cannot trace)."""
+
+    def __init__(self, rope: nn.Module, max_position: int):
+        super().__init__()
+        self.rope = rope
+        self.max_position = int(max_position)
+
+    def forward(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        dim = tokens.size(-1) // 2
+        cos, sin = self.rope._compute_frequency_components(dim, self.max_position, tokens.device, tokens.dtype)
+        vertical, horizontal = tokens.chunk(2, dim=-1)
+        return torch.cat((self.rope._apply_1d_rope(vertical, positions[..., 0], cos, sin),
+                          self.rope._apply_1d_rope(horizontal, positions[..., 1], cos, sin)), dim=-1)
