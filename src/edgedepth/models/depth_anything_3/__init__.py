@@ -3,9 +3,9 @@ attention and a camera token, DualDPT head), monocular: :mod:`.mono`.
 
 I/O contract: ``pixel_values`` float32 [1, 3, H, W], RGB, /255, ImageNet mean/std (the package's input processor),
 H and W multiples of 14 -> ``predicted_depth`` [1, H, W], relative depth (exp head: > 0, larger = farther) and a
-confidence [1, H, W] (>= 1) that the files do not carry yet.  Export is refused until the rewrites that make it
-convertible and GPU-delegated exist (issue 31; measured in docs/spikes/depth-anything-3.md): the package's RoPE
-computes a data-dependent ``max_position`` that torch.export cannot trace.
+confidence [1, H, W] (>= 1) that the files do not carry yet.  Export is refused until its graph runs on the GPU
+delegate (issue 31; docs/spikes/depth-anything-3.md).  With da3_static_rope and da3_fold_layerscale it converts
+(synthetic-da3-tiny at 56x56: 721 ops, no GPU hazard) but 547 ops still fall back to the CPU on SwiftShader.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ class DepthAnything3(ModelFamily):
     members = MEMBERS
     synthetic = SYNTHETIC
     mean, std, patch = MEAN, STD, PATCH
-    export_blocker = ("Depth Anything 3 files cannot be exported yet: its rotary position embedding is not traceable "
-                      "and its graph is not GPU-ready without rewrites (issue 31)")
+    export_blocker = ("Depth Anything 3 files cannot be exported yet: it converts, but its graph is not GPU-ready (5-D "
+                      "attention reshapes, the camera token's select, position-embedding resizes run on the CPU; "
+                      "issue 31)")
 
     def owns_model(self, model: nn.Module) -> bool:
         mono = sys.modules.get(__name__ + ".mono")      # not imported yet: no model of this family exists
