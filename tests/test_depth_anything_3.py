@@ -88,7 +88,8 @@ def test_only_its_own_rewrites_run_on_it(tiny):
     """By default only the rewrites declared for Depth Anything 3 run (V2's know HF DINOv2 / DPT structure); a V2
     rewrite named for it is refused."""
     out, report = apply_rewrites(tiny.model, *SIZE)
-    assert [r["name"] for r in report] == ["da3_static_rope", "da3_fold_layerscale"] and out is not tiny.model
+    assert [r["name"] for r in report] == ["da3_static_rope", "da3_rank4_attention", "da3_fold_layerscale"]
+    assert out is not tiny.model
     assert default_names(tiny.model) == [r["name"] for r in report]
     with pytest.raises(ValueError, match="do not apply to depth_anything_3"):
         apply_rewrites(tiny.model, *SIZE, names=["fuse_qkv"])
@@ -108,6 +109,16 @@ def test_static_rope_is_exact_and_pure(tiny, x):
     assert report[0]["changed"] == n_rope > 0 and state_dict_digest(tiny.model) == before
     assert np.array_equal(_depth(out, x), _depth(tiny.model, x))
     assert apply_rewrites(out, *SIZE, names=["da3_static_rope"])[1][0]["changed"] == 0
+
+
+def test_rank4_attention_is_within_fp32_noise(tiny, x):
+    """da3_rank4_attention: written-out softmax attention on [B, h, N, d] instead of SDPA on a 5-D reshape: within the
+    FP32-noise factor; no attention module of the package is left."""
+    out, report = apply_rewrites(tiny.model, *SIZE, names=["da3_static_rope", "da3_rank4_attention"])
+    assert report[1]["changed"] == len(tiny.model.backbone.pretrained.blocks)
+    assert all(type(b.attn).__name__ == "DA3Attention" for b in out.backbone.pretrained.blocks)
+    ref64 = float64_reference(tiny.model, x.numpy())
+    assert_within_fp32_noise(_depth(out, x), ref64, _depth(tiny.model, x), what="da3_rank4_attention")
 
 
 def test_fold_layerscale_is_within_fp32_noise(tiny, x):

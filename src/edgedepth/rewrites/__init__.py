@@ -17,10 +17,10 @@ from typing import Callable
 
 from torch import nn
 
-from . import (center_residual_stream, da3_fold_layerscale, da3_static_rope, drop_attention_mask, fast_layernorm,
-               fold_attention_scale, fold_layernorm_affine, fold_layerscale, fp16_safe, freeze_position_embedding,
-               fuse_qkv, rank4_attention, rank_preserving_fc, split_large_conv, static_attention,
-               symbolic_output_size, token_reassemble, unroll_heads)
+from . import (center_residual_stream, da3_fold_layerscale, da3_rank4_attention, da3_static_rope,
+               drop_attention_mask, fast_layernorm, fold_attention_scale, fold_layernorm_affine, fold_layerscale,
+               fp16_safe, freeze_position_embedding, fuse_qkv, rank4_attention, rank_preserving_fc, split_large_conv,
+               static_attention, symbolic_output_size, token_reassemble, unroll_heads)
 from ..models import family_of
 from ._base import RewriteContext
 
@@ -60,6 +60,7 @@ PIPELINE: list[Rewrite] = [
     _r(unroll_heads, default=False),   # measured 1.61x slower on the H200 GPU (benchmarks/gpu_attribution.py)
     _r(split_large_conv),           # weights > 32 MiB (Large only): ai-edge-quantizer#512; after fp16_safe's neck plan
     _r(da3_static_rope),            # Depth Anything 3 (issue 31): traceable RoPE
+    _r(da3_rank4_attention),        # Depth Anything 3: no 5-D qkv reshape (GPU delegate: rank <= 4)
     _r(da3_fold_layerscale),        # Depth Anything 3: the LiteRT GPU delegate bug (benchmarks/gpu_hazards.py)
 ]
 

@@ -267,3 +267,30 @@ class StaticRope(nn.Module):
         vertical, horizontal = tokens.chunk(2, dim=-1)
         return torch.cat((self.rope._apply_1d_rope(vertical, positions[..., 0], cos, sin),
                           self.rope._apply_1d_rope(horizontal, positions[..., 1], cos, sin)), dim=-1)
+
+
+class DA3Attention(nn.Module):
+    """Depth Anything 3's attention (``da3_rank4_attention``) on rank-4 tensors only: q, k, v as channel slices of the
+    qkv output, each [B, h, N, d]; the package's QK-norm and rotary embedding modules unchanged; softmax(q k^T / sqrt(d))
+    v written out (the package calls scaled_dot_product_attention on a 5-D reshape + permute of qkv, which LiteRT's GPU
+    delegate rejects: "Tensor dimensions must be less than 5")."""
+
+    def __init__(self, attn: nn.Module):
+        super().__init__()
+        self.num_heads, self.scale = attn.num_heads, attn.scale
+        self.qkv, self.q_norm, self.k_norm, self.proj, self.rope = attn.qkv, attn.q_norm, attn.k_norm, attn.proj, attn.rope
+
+    def forward(self, x: torch.Tensor, pos=None, attn_mask=None) -> torch.Tensor:
+        b, n, c = x.shape
+        h = self.num_heads
+        qkv = self.qkv(x)
+
+        def heads(t):
+            return t.reshape(b, n, h, c // h).permute(0, 2, 1, 3)
+
+        q, k, v = heads(qkv[..., :c]), heads(qkv[..., c:2 * c]), heads(qkv[..., 2 * c:])
+        q, k = self.q_norm(q), self.k_norm(k)
+        if self.rope is not None and pos is not None:
+            q, k = self.rope(q, pos), self.rope(k, pos)
+        attn = torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1)
+        return self.proj((attn @ v).permute(0, 2, 1, 3).reshape(b, n, c))
