@@ -16,6 +16,7 @@ from edgedepth.rewrites import apply_rewrites, default_names
 from conftest import OTHER_KERNELS, assert_one_line_error, assert_within_fp32_noise, float64_reference, run_cli
 
 TINY = "synthetic-da3-tiny"
+PHOTO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors", "rgb_160x120.png")
 SIZE = (28, 42)
 # State-dict SHA-256s of the stand-ins (models._weights.normal_like: CPU-independent by construction).
 GOLDEN_DIGEST = {
@@ -135,9 +136,10 @@ def test_fold_layerscale_is_within_fp32_noise(tiny, x):
     (("export", "--model", TINY, "--size", "28x42"), ("Depth Anything 3 files cannot be exported yet", "issue 31")),
     (("export", "--model", "da3-small"), ("depth-anything/DA3-SMALL", "not supported yet", "synthetic-da3-small")),
     (("inspect", "--ranges", "--model", TINY, "--size", "28x42", "--images", "1"), ("not of Depth Anything 3",)),
-], ids=["export", "real-weights", "fp16-ranges"])
+    (("predict", PHOTO, "--model", TINY + "-fp16-stress", "--size", "28x42"), ("FP16 stress variant knows",)),
+], ids=["export", "real-weights", "fp16-ranges", "fp16-stress"])
 def test_what_is_not_built_yet_is_one_line(tmp_path, args, fragments):
     out = tmp_path / "out"
-    r = run_cli(*args, *(("--out", out) if args[0] == "export" else ()))
+    r = run_cli(*args, *(("--out", out) if args[0] in ("export", "predict") else ()))
     assert_one_line_error(r, *fragments)
     assert not out.exists()

@@ -18,8 +18,9 @@ import dataclasses
 
 from torch import nn
 
+from ..errors import EdgedepthError
 from . import STRESS_SUFFIX
-from .topology import neck_groups, scale_neck, scale_stream
+from .topology import FAMILIES, neck_groups, scale_neck, scale_stream
 
 STRESS_STREAM = 61.3            # backbone residual stream: LayerNorm (x - mean)^2 beyond 65504, storage still < 65504
 STRESS_NECK_BASE = 3.3          # reassemble / neck-conv outputs
@@ -60,6 +61,10 @@ def stress_model(model: nn.Module, *, stream: bool = True, neck: bool = True) ->
 
 
 def stress_checkpoint(ckpt, *, stream: bool = True, neck: bool = True):
-    """``synthetic-fp16-stress``: a copy of ``ckpt`` (any checkpoint) with FP16-overflowing internal activations."""
+    """``synthetic-fp16-stress``: a copy of ``ckpt`` (a checkpoint of a family the FP16 topology knows) with
+    FP16-overflowing internal activations."""
+    if ckpt.family is None or ckpt.family.name not in FAMILIES:
+        raise EdgedepthError(f"{ckpt.name}{STRESS_SUFFIX}: the FP16 stress variant knows the structure of "
+                             f"{', '.join(FAMILIES)} models only", option="model")
     return dataclasses.replace(ckpt, model=stress_model(ckpt.model, stream=stream, neck=neck),
                                name=f"{ckpt.name}{STRESS_SUFFIX}")
