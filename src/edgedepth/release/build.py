@@ -404,8 +404,11 @@ def _model_info(ckpt, recipe: Recipe) -> dict:
         raise EdgedepthError(f"{ckpt.name}: not a known Depth Anything V2 architecture, so its licence and output "
                              "are unknown; release one of edgedepth.models' members")
     if m.hub_id.lower() != recipe.base_model.lower():
+        own = os.path.join("recipes", m.file_stem.replace("_", "-") + ".py")   # recipes are named after the stem
+        hint = f"use {own}" if os.path.isfile(os.path.join(os.path.dirname(recipe.path or "."), os.path.basename(own))) \
+            else "no recipe releases it yet"
         raise EdgedepthError(f"recipe {os.path.basename(recipe.path) or recipe.name} is for {recipe.base_model}, but "
-                             f"--model {ckpt.name} is {m.name} ({m.hub_id}): use recipes/depth-anything-v2-{m.name}.py")
+                             f"--model {ckpt.name} is {m.name} ({m.hub_id}): {hint}")
     return {"family_member": m.name, "hub_id": m.hub_id, "kind": m.kind, "max_depth_m": m.max_depth,
             "license": m.license, "output_semantics": m.output_semantics}
 
