@@ -20,6 +20,16 @@ def _f64(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.float64).cpu().numpy()
 
 
+def scale_output_rows(lin: torch.nn.Linear, scale: torch.Tensor) -> None:
+    """``diag(scale) (W x + b)`` folded into ``lin`` in place: each output row of W and b times its scale (one correctly
+    rounded multiply per element: CPU-independent).  A missing bias becomes zeros (LayerScale folds)."""
+    lin.weight.mul_(scale[:, None])
+    if lin.bias is None:
+        lin.bias = torch.nn.Parameter(torch.zeros(lin.out_features, dtype=lin.weight.dtype), requires_grad=False)
+    else:
+        lin.bias.mul_(scale)
+
+
 def exact_sum(a: np.ndarray, axis: int) -> np.ndarray:
     """Correctly rounded float64 sums of ``a`` along ``axis`` (any order gives the same result)."""
     a = np.moveaxis(np.asarray(a, np.float64), axis, -1)

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ._base import DEPTH_ANYTHING_3, RewriteContext, encoder_layers, fresh_copy
+from ._exact import scale_output_rows
 
 NAME = "da3_fold_layerscale"
 EXACT = True
@@ -29,12 +30,7 @@ def da3_fold_layerscale(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Modul
             ls = getattr(block, ls_name)
             if isinstance(ls, nn.Identity):
                 continue
-            target.weight.mul_(ls.gamma.detach()[:, None])
-            if target.bias is not None:
-                target.bias.mul_(ls.gamma.detach())
-            else:
-                target.bias = nn.Parameter(torch.zeros(target.out_features, dtype=target.weight.dtype),
-                                           requires_grad=False)
+            scale_output_rows(target, ls.gamma.detach())
             setattr(block, ls_name, nn.Identity())
             changed += 1
     return model, changed

@@ -12,19 +12,12 @@ import torch
 from torch import nn
 
 from ._base import DEPTH_ANYTHING_V2, RewriteContext, encoder_layers, fresh_copy
+from ._exact import scale_output_rows
 
 NAME = "fold_layerscale"
 EXACT = True
 REQUIRES: tuple[str, ...] = ()
 FAMILIES = (DEPTH_ANYTHING_V2,)     # the model families whose structure it walks
-
-
-def _scale_rows(lin: nn.Linear, lam: torch.Tensor) -> None:
-    lin.weight.mul_(lam[:, None])
-    if lin.bias is None:
-        lin.bias = nn.Parameter(torch.zeros(lin.out_features, dtype=lin.weight.dtype), requires_grad=False)
-    else:
-        lin.bias.mul_(lam)
 
 
 @torch.no_grad()
@@ -36,7 +29,7 @@ def fold_layerscale(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, i
             ls = getattr(layer, ls_name)
             if isinstance(ls, nn.Identity):
                 continue
-            _scale_rows(target, ls.lambda1.detach())
+            scale_output_rows(target, ls.lambda1.detach())
             setattr(layer, ls_name, nn.Identity())
             changed += 1
     return model, changed
