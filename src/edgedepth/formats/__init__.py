@@ -135,7 +135,7 @@ class Artifact:
 
     def gpu_check(self, **kw) -> dict | None:
         """Compile on the GPU accelerator alone (child process); None for formats without a GPU check here."""
-        return self.format.module.gpu_check(self.path, **kw) if self.format.gpu_check else None
+        return self.format.module.gpu_check(self.path, info=self.info, **kw) if self.format.gpu_check else None
 
 
 def open_artifact(path: str) -> Artifact:

@@ -190,7 +190,8 @@ _RE_VALIDATION = re.compile(r"Validation error: (.*)")
 _RE_ERROR = re.compile(r"(Failed to create [^:]*: )?((INVALID_ARGUMENT|UNIMPLEMENTED|INTERNAL|UNKNOWN): [^\n;]*)")
 
 
-def gpu_check(path: str, timeout: float = 600.0, x: np.ndarray | None = None, enforce_f32: bool = True) -> dict:
+def gpu_check(path: str, timeout: float = 600.0, x: np.ndarray | None = None, enforce_f32: bool = True,
+              info: dict | None = None) -> dict:
     """Compile ``path`` on LiteRT's GPU accelerator alone, in a child process; report delegation as data.
 
     With ``x`` the child also runs that input and the result carries ``output`` (numpy) — a GPU run from a process
@@ -201,8 +202,13 @@ def gpu_check(path: str, timeout: float = 600.0, x: np.ndarray | None = None, en
     validation_errors (int: WebGPU validation errors logged — an invalid pipeline compiles "fully delegated" and then
     computes garbage; with ``x`` given, compare ``output`` with the CPU's), validation_error (the first, or None) and
     gpu_hazards (int: ops the GPU accelerator computes wrongly although it accepts them: :func:`_gpu_hazard`).
+    ``info``: the file's :func:`describe`, when the caller has it (an Artifact): the file is then only checked.
     """
-    hazards = describe(path)["gpu_hazards"]["count"]
+    if info is None:
+        info = describe(path)
+    else:
+        check(path)
+    hazards = info["gpu_hazards"]["count"]
     with tempfile.TemporaryDirectory(prefix="edgedepth-gpu-") as tmp:
         x_path, y_path = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
         cmd = [sys.executable, "-m", "edgedepth.runtimes.gpu_probe", os.path.abspath(path)]

@@ -4,9 +4,8 @@ attention and a camera token, DualDPT head), monocular: :mod:`.mono`.
 I/O contract: ``pixel_values`` float32 [1, 3, H, W], RGB, /255, ImageNet mean/std (the package's input processor),
 H and W multiples of 14 -> ``predicted_depth`` [1, H, W], relative depth (exp head: > 0, larger = farther) and a
 confidence [1, H, W] (>= 1) that the files do not carry yet.  Export is refused until its graph runs on the GPU
-delegate (issue 31; docs/spikes/depth-anything-3.md).  With the da3_* rewrites it converts (synthetic-da3-tiny at
-56x56: 727 ops, no GPU hazard, 359 on the GPU) but 368 still fall back to the CPU on SwiftShader (the camera token's
-SELECT_V2, the position embeddings' GATHER_ND / BROADCAST_TO).
+delegate (issue 31; docs/spikes/depth-anything-3.md).  With the da3_* rewrites it converts, but the camera token's
+SELECT_V2 and the position embeddings' GATHER_ND / BROADCAST_TO still fall back to the CPU (SwiftShader).
 """
 
 from __future__ import annotations
