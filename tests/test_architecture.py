@@ -49,12 +49,12 @@ def test_no_file_extension_switch_outside_the_format_registry():
 
 
 def test_no_format_name_switch_outside_the_format_registry():
-    """Code outside edgedepth.formats asks a Format's capabilities (dynamic_size, fp16_safe, export_backends,
-    browser_runtime, gpu_check, notice, hub_layout, card_delegation) instead of comparing with its name
-    ("tflite", "pte", "onnx"): issue 29."""
+    """Code outside edgedepth.formats asks a Format's capabilities and methods (dynamic_size, export_backends,
+    browser_runtime, has_gpu_check, notice, hub_layout, card_delegation, release_files, ...) instead of comparing with
+    its name ("tflite", "pte", "onnx"): issue 29."""
     from edgedepth.formats import FORMATS
 
-    names = "|".join(f.name for f in FORMATS.values())
+    names = "|".join(f.name for f in FORMATS)
     pattern = re.compile(rf"""(==|!=)\s*["']({names})["']|\bin\s*\(\s*["']({names})["']""")
     offenders = []
     for dirpath, _, files in os.walk(SRC):
@@ -66,6 +66,32 @@ def test_no_format_name_switch_outside_the_format_registry():
                 offenders += [f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}"
                               for i, line in enumerate(open(path, encoding="utf-8"), 1) if pattern.search(line)]
     assert not offenders, "\n".join(offenders)
+
+
+def test_formats_are_packages_listed_once():
+    """Adding a format is one package under formats/ plus one entry in formats.FORMATS (issue 29 item 1): every package
+    there is listed, named as its Format, implements the whole Format seam (no method left to the base class's
+    NotImplementedError), and its recipe section, CLI options and suffix are its own."""
+    import inspect
+
+    from edgedepth import formats
+    from edgedepth.formats.base import Format
+
+    packages = {n for n in os.listdir(os.path.join(SRC, "formats"))
+                if os.path.isfile(os.path.join(SRC, "formats", n, "__init__.py"))}
+    assert packages == {f.name for f in formats.FORMATS}
+    abstract = [n for n, v in vars(Format).items()
+                if inspect.isfunction(v) and "raise NotImplementedError" in inspect.getsource(v)]
+    assert abstract, "the seam lost its abstract methods: this test would check nothing"
+    for f in formats.FORMATS:
+        assert type(f).__module__ == f"edgedepth.formats.{f.name}", type(f)
+        missing = [n for n in abstract if getattr(type(f), n) is getattr(Format, n)]
+        assert not missing, f"{f.name} does not implement {missing}"
+    for attr in ("name", "suffix", "target_name", "title"):
+        values = [getattr(f, attr) for f in formats.FORMATS]
+        assert all(values) and len(set(values)) == len(values), (attr, values)
+    flags = [o.flag for f in formats.FORMATS for o in f.cli_options]
+    assert len(flags) == len(set(flags)), flags
 
 
 def test_model_families_are_packages_listed_once():
@@ -134,21 +160,25 @@ def test_runtime_registry_is_keyed_by_format_and_backend():
 
     from edgedepth import formats, runtimes
 
-    names = {f.name for f in formats.FORMATS.values()}
+    names = {f.name for f in formats.FORMATS}
     for (fmt, backend), rt in runtimes.RUNTIMES.items():
         assert fmt in names and backend in runtimes.BACKENDS, (fmt, backend)
         module, cls = rt.runner.split(":")
         assert hasattr(importlib.import_module(f"edgedepth.runtimes.{module}"), cls), rt.runner
-    for f in formats.FORMATS.values():
+    for f in formats.FORMATS:
         assert runtimes.REFERENCE_BACKEND in f.backends and f.backends == runtimes.backends_of(f.name)
 
 
 def test_benchmarks_do_not_put_src_on_sys_path():
     """Benchmark scripts import edgedepth as installed (``make setup``) or from PYTHONPATH set by their device glue
-    (benchmarks/device_env.sh, peers_device.sh): none edits sys.path to reach src/ (issue 29 item 5)."""
+    (benchmarks/devices/device_env.sh, peers_device.sh): none edits sys.path to reach src/ (issue 29 item 5); every
+    subfolder (devices/, report/, lib/) included."""
     bench = os.path.join(ROOT, "benchmarks")
-    offenders = [f"benchmarks/{f}:{i}: {line.strip()}" for f in sorted(os.listdir(bench)) if f.endswith(".py")
-                 for i, line in enumerate(open(os.path.join(bench, f), encoding="utf-8"), 1)
+    scripts = sorted(os.path.relpath(os.path.join(d, f), ROOT) for d, _, files in os.walk(bench) for f in files
+                     if f.endswith(".py"))
+    assert any(s.startswith(os.path.join("benchmarks", "devices", "")) for s in scripts), scripts
+    offenders = [f"{s}:{i}: {line.strip()}" for s in scripts
+                 for i, line in enumerate(open(os.path.join(ROOT, s), encoding="utf-8"), 1)
                  if re.search(r"sys\.path\.insert|sys\.path\[:0\]|sys\.path\.append", line) and "SITE" not in line]
     assert not offenders, "\n".join(offenders)
 

@@ -10,7 +10,7 @@ from edgedepth.errors import EdgedepthError
 from edgedepth.formats.tflite import describe
 from edgedepth.runtimes.litert import LiteRTRunner
 from edgedepth.formats import tflite as litert
-from edgedepth.transport import one_op_model
+from edgedepth.formats.tflite.transport import one_op_model
 from conftest import THREADS, TINY_SIZE, assert_within_fp32_noise, rel_l2
 
 
@@ -143,7 +143,7 @@ def test_uint8_input_bad_combinations_are_one_line(tmp_path):
     from conftest import run_cli
 
     for extra, says in ((["--precision", "fp16,int8"], "LiteRT float files"),
-                        (["--target", "onnx"], "LiteRT float files")):
+                        (["--target", "onnx"], "is for LiteRT files")):
         r = run_cli("export", "--model", "synthetic-tiny", "--size", "28x42", "--out", tmp_path / "o",
                     "--input-dtype", "uint8", *extra)
         assert_one_line_error(r, says)

@@ -272,7 +272,7 @@ def test_js_block_runs_in_node_as_written(card, workdir):
     """From the directory the block names (the folder's parent), once per dtype it lists, with no network."""
     from PIL import Image
 
-    from edgedepth.release.hub_files import TRANSFORMERS_JS_DTYPE
+    from edgedepth.formats.onnx.hub_files import TRANSFORMERS_JS_DTYPE
 
     node = _node()
     (block,) = _blocks(card, "js")

@@ -35,7 +35,7 @@ def _sha(path) -> str:
 def dyn(tiny_ckpt, tmp_path_factory):
     out = tmp_path_factory.mktemp("onnx_dyn")
     files = formats.export(tiny_ckpt.model, *TINY_SIZE, str(out), target_name="onnx", precisions=PRECISIONS,
-                           dynamic=True)
+                           dynamic_size=True)
     return {"dir": out, **{f.precision: f for f in files}}
 
 
@@ -72,7 +72,7 @@ def test_bytes_do_not_depend_on_the_recorded_size(dyn, tiny_ckpt, tmp_path):
     import onnx
 
     other = formats.export(tiny_ckpt.model, 28, 42, str(tmp_path), target_name="onnx", precisions=["fp32"],
-                           dynamic=True)[0]
+                           dynamic_size=True)[0]
     a, b = onnx.load(dyn["fp32"].path), onnx.load(other.path)
     assert [m.value for m in b.metadata_props] == ["28x42"]
     del a.metadata_props[:], b.metadata_props[:]
@@ -148,7 +148,7 @@ def test_a_static_file_runs_at_its_own_size_only(tiny_ckpt, tmp_path, dyn):
 def test_freeze_position_embedding_cannot_go_into_a_dynamic_file(tiny_ckpt, tmp_path):
     with pytest.raises(EdgedepthError, match="fixes one input size"):
         formats.export(tiny_ckpt.model, *TINY_SIZE, str(tmp_path), target_name="onnx", precisions=["fp32"],
-                       rewrites=["drop_attention_mask", "freeze_position_embedding"], dynamic=True)
+                       rewrites=["drop_attention_mask", "freeze_position_embedding"], dynamic_size=True)
     assert os.listdir(tmp_path) == []
 
 

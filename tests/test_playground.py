@@ -69,7 +69,7 @@ def _write_release(folder: str, paths: dict[str, str], size: tuple[int, int], *,
     from edgedepth.formats.tflite import describe
     from edgedepth.formats.tflite import gpu_check as run_gpu_check
     from edgedepth.release import manifest as mf
-    from edgedepth.release.hub_files import ONNX_LAYOUT
+    from edgedepth.formats.onnx.hub_files import ONNX_LAYOUT
 
     os.makedirs(folder, exist_ok=True)
     entries = {}

@@ -11,7 +11,7 @@ import torch
 from edgedepth import formats
 from edgedepth.errors import EdgedepthError
 from edgedepth.formats import tflite
-from edgedepth.formats import tflite_precisions as tp
+from edgedepth.formats.tflite import precisions as tp
 from edgedepth.rewrites import prepare
 from edgedepth.runtimes.litert import LiteRTRunner
 from conftest import TINY_SIZE, assert_within_fp32_noise, float64_reference, rel_l2, run_cli, torch_fp32
@@ -172,9 +172,9 @@ def test_calibration_inputs_are_the_bundled_photos():
 
 
 def test_timing_twins_of_fp16_and_int4_files(tmp_path, ladder, tiny_input):
-    """edgedepth.transport carries the ladder to the H200: fp16 weights stripped and refilled as float16, int4 weights
+    """edgedepth.formats.tflite.transport carries the ladder to the H200: fp16 weights stripped and refilled as float16, int4 weights
     zeroed and refilled; graph, op list and weight types unchanged, and the twin runs."""
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
 
     stripped, twin16 = tmp_path / "s.tflite", tmp_path / "t16.tflite"
     n = transport.strip(ladder["fp16"], str(stripped), min_bytes=256)

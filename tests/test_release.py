@@ -176,7 +176,9 @@ def test_recipe_presets_are_valid_export_sizes():
 
     recipe = load_recipe(RECIPE)
     assert len(recipe.sha256) == 64 and list(recipe.sizes) == PRESET_SIZES
-    for s in recipe.sizes + recipe.executorch.sizes:
+    from edgedepth.formats import TARGETS
+
+    for s in recipe.sizes + recipe.part(TARGETS["executorch"]).sizes:
         h, w = parse_size(s)
         assert h % 14 == 0 and w % 14 == 0
 
@@ -200,11 +202,12 @@ def test_committed_h200_rows_are_for_todays_webgpu_file():
     """The recipe's H200 data (benchmarks/gpu_floor.py, timing twins that name the release file they stand for) reaches
     the WebGPU file of the synthetic release by its golden SHA-256: a pipeline change that alters the file fails here
     until the GPU is measured again."""
-    from edgedepth.release.build import _latency_rows
     from edgedepth.release.recipe import load_recipe
+    from edgedepth.verify import records
 
     golden = json.load(open(GOLDEN))["synthetic release"]["sha256"]
-    rows = _latency_rows(load_recipe(RECIPE).latency_data)[golden["depth_anything_v2_small_518x686_fp16_u8in.tflite"]]
+    rows = records.read(load_recipe(RECIPE).latency_data, "latency")[
+        golden["depth_anything_v2_small_518x686_fp16_u8in.tflite"]]
     assert {r["backend"] for r in rows} == {"gpu", "gpu-fp16"}, rows
     fp32 = next(r for r in rows if r["backend"] == "gpu")
     assert fp32["h200_gpu_fp32_median_ms"] == fp32["median_ms"] > 0 and "H200" in fp32["gpu_adapter"]

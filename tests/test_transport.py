@@ -4,7 +4,7 @@ import numpy as np
 
 import pytest
 
-from edgedepth import transport
+from edgedepth.formats.tflite import transport
 from edgedepth.errors import EdgedepthError
 from edgedepth.formats.tflite import describe
 from edgedepth.runtimes.litert import LiteRTRunner

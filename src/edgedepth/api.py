@@ -135,7 +135,7 @@ def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = 
     creates is removed again if the export fails before writing a file."""
     h, w = _size(size)
     fmt = formats.target(target)
-    precisions = _names("precisions", precisions, list(fmt.module.PRECISIONS), '["fp32"]')
+    precisions = _names("precisions", precisions, list(fmt.precisions), '["fp32"]')
     rewrites = _rewrites(rewrites, model)
     if input_dtype not in ("float32", "uint8"):
         raise EdgedepthError(f"input_dtype {input_dtype!r}: choose from float32, uint8", option="input_dtype")
@@ -148,14 +148,16 @@ def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = 
         if not fmt.export_backends:
             raise EdgedepthError(f"backends {backends!r}: only ExecuTorch files take an export backend "
                                  f"({fmt.target_name} files: leave it None)", option="backends")
-        backends = _names("backends", backends, list(fmt.module.BACKENDS), '["xnnpack"]')
+        backends = _names("backends", backends, list(fmt.export_backends), '["xnnpack"]')
         if set(precisions) == {"int8"} and "xnnpack" not in backends:
             raise EdgedepthError("backends: INT8 .pte files are built for xnnpack only", option="backends")
+    options = {k: v for k, v, default in (("input_dtype", input_dtype, "float32"), ("backends", backends, None),
+                                          ("dynamic_size", dynamic_size, False)) if v != default}
+    fmt.check_options(precisions, options)
     with made_dir(out_dir):
         ckpt = _checkpoint(model)
         files = formats.export(ckpt.model, h, w, out_dir, target_name=target, precisions=precisions,
-                               rewrites=rewrites, backends=backends, progress=progress, stem=ckpt.file_stem,
-                               input_dtype=input_dtype, dynamic=dynamic_size)
+                               rewrites=rewrites, progress=progress, stem=ckpt.file_stem, **options)
     return [f.path for f in files]
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import formats, interrupt
 from .errors import EdgedepthError
+from .formats.base import list_option
 from .fsutil import made_dir, write_bytes_atomic
 from .images import image_set, image_set_hash
 from .models import DEFAULT_MODEL, MEMBERS, SYNTHETIC
@@ -33,6 +34,7 @@ from .release.manifest import (check_made_from, escape, load as load_manifest, m
 from .release.outdir import check_out_dir
 from .runtimes import BACKENDS as RUNTIME_BACKENDS, REFERENCE_BACKEND, native_log_shown
 from .serve import add_parser as add_serve_parser
+from .verify import records
 from .verify.bench import environment, run_interleaved
 from .verify.reports import bench_markdown, latency_plot, parity_plot, validate_markdown
 from .verify.validate import validate
@@ -40,18 +42,19 @@ from .verify.validate import validate
 # Lazy below: edgedepth.checkpoint, .rewrites and .runtimes.torch import torch (~1 s); the CLI starts without it.
 
 
-def _list_option(flag: str, text: str, allowed) -> list[str]:
-    """A comma-separated option checked against ``allowed`` (deduplicated, order kept)."""
-    items = [p.strip().lower() for p in text.split(",") if p.strip()]
-    bad = [p for p in items if p not in allowed]
-    if bad or not items:
-        raise EdgedepthError(f"{flag} {text!r}: choose from {', '.join(allowed)} (comma-separated)")
-    return list(dict.fromkeys(items))
-
-
 def cmd_export(args) -> int:
     with made_dir(args.out):      # checks the folder is writable; a failed export leaves no empty folder behind
         return _export(args)
+
+
+def _export_options(args, fmt) -> dict:
+    """The target's own options from the command line; another format's option, given, is a one-line error."""
+    for other in formats.FORMATS:
+        for o in other.cli_options if other is not fmt else ():
+            if getattr(args, o.dest) != o.kwargs.get("default"):
+                raise EdgedepthError(f"{o.flag} is for {other.title} files (--target {other.target_name}), "
+                                     f"not {fmt.title}")
+    return fmt.export_options(args)
 
 
 def _export(args) -> int:
@@ -59,34 +62,17 @@ def _export(args) -> int:
 
     size = parse_size(args.size)
     fmt = formats.target(args.target)
-    default = getattr(fmt.module, "DEFAULT_PRECISIONS", fmt.module.PRECISIONS)
-    precisions = _list_option("--precision", args.precision or ",".join(default), fmt.module.PRECISIONS)
-    if args.plain and args.fp16_safe:
+    precisions = list_option("--precision", args.precision or ",".join(fmt.default_precisions), fmt.precisions)
+    options = _export_options(args, fmt)
+    if args.plain and options.get("fp16_safe"):
         raise EdgedepthError("--fp16-safe is a rewrite: it cannot be combined with --plain")
-    formats.check_input_dtype(fmt, precisions, args.input_dtype)
-    if args.dynamic_size and not fmt.dynamic_size:
-        raise EdgedepthError(f"--dynamic-size is for ONNX files (--target onnx); {args.target} files have a fixed size")
-    if args.fp16_safe and not fmt.fp16_safe:
-        raise EdgedepthError("--fp16-safe is for LiteRT's GPU precision: use it with --target litert")
-    backends = None
-    if fmt.export_backends:
-        backends = _list_option("--et-backend", args.et_backend, fmt.module.BACKENDS)
-        n = sum(1 for b in backends for p in precisions if p == "fp32" or b == "xnnpack")
-    else:
-        # rewrites + the FP32 conversion (always: the other precisions are made from it) + one per other precision
-        n = 2 + sum(p != "fp32" for p in precisions) \
-            + int(getattr(fmt.module, "needs_calibration", lambda p: False)(precisions))
-    rewrites = () if args.plain else "default"
-    with Stages(1 + n, enabled=not args.quiet) as stages:
+    fmt.check_options(precisions, options)
+    with Stages(1 + fmt.export_stages(precisions, options), enabled=not args.quiet) as stages:
         stages.start(f"load {args.model}")
         ckpt = load_checkpoint(args.model)
-        if args.fp16_safe:
-            from .rewrites import default_names
-
-            rewrites = default_names(ckpt.model) + ["fp16_safe"]
         files = formats.export(ckpt.model, *size, args.out, target_name=args.target, precisions=precisions,
-                               rewrites=rewrites, backends=backends, verbose=args.verbose, progress=stages.start,
-                               stem=ckpt.file_stem, input_dtype=args.input_dtype, dynamic=args.dynamic_size)
+                               rewrites=() if args.plain else "default", verbose=args.verbose, progress=stages.start,
+                               stem=ckpt.file_stem, **options)
     for f in files:
         st = f.stats
         extra = (f", {st['delegated_nodes']} nodes delegated, {st['non_delegated_nodes']} not"
@@ -119,7 +105,7 @@ def cmd_inspect(args) -> int:
 
     arts = [formats.open_artifact(f) for f in args.files]
     for a in arts:
-        if a.format.gpu_check:
+        if a.format.has_gpu_check:
             a.info["gpu"] = None if args.no_gpu else a.gpu_check()
     infos = [a.info for a in arts]
     if args.json:
@@ -177,7 +163,7 @@ def cmd_validate(args) -> int:
 
     from .checkpoint import DepthModule, load_checkpoint
 
-    backends = _list_option("--backend", args.backend, formats.BACKENDS)
+    backends = list_option("--backend", args.backend, formats.BACKENDS)
 
     artifacts = [formats.open_artifact(p) for p in _model_files(args.artifacts)]
     for a in artifacts:
@@ -196,7 +182,7 @@ def cmd_validate(args) -> int:
         "image_set": {"source": args.images or "default", "count": len(items), "sha256": image_set_hash(items)},
         "environment": environment(args.threads), "results": results,
     }
-    _write_or_print_json(args.json, report)
+    _write_or_print_json(args.json, records.with_records(report, args.json))   # records: what a release reads
     if args.plot:
         parity_plot(report, args.plot)
     if args.json != "-":
@@ -209,7 +195,7 @@ def cmd_bench(args) -> int:
     from tqdm import tqdm
 
     arts = [formats.open_artifact(p) for p in _model_files(args.artifacts)]
-    backend = _list_option("--backend", args.backend, formats.BACKENDS)
+    backend = list_option("--backend", args.backend, formats.BACKENDS)
     if len(backend) != 1:
         raise EdgedepthError("bench takes one --backend per run (variants are compared inside one backend)")
     backend = backend[0]
@@ -240,7 +226,7 @@ def cmd_bench(args) -> int:
               "environment": environment(args.threads), **res}
     if RUNTIME_BACKENDS[backend].gpu:
         report["environment"]["gpu_adapter"] = (arts[0].gpu_check() or {}).get("adapter")
-    _write_or_print_json(args.json, report)
+    _write_or_print_json(args.json, records.with_records(report, args.json))
     if args.plot:
         latency_plot(report, args.plot)
     if args.json != "-":
@@ -346,21 +332,13 @@ def _add_export(sub, o: _Options) -> None:
                    help=f"HEIGHTxWIDTH, multiples of 14, each side at most {MAX_SIDE} (default: %(default)s)")
     e.add_argument("--out", required=True, help="output folder")
     e.add_argument("--precision", default=None,
-                   help="comma-separated. LiteRT: fp32,fp16,int8,int4,static-int8,a16w8 (default fp32,int8); "
-                        "ONNX: fp32,fp16,int8 (default all); ExecuTorch: fp32,int8")
-    e.add_argument("--target", default="litert", choices=list(formats.TARGETS),
-                   help="litert: .tflite; executorch: .pte; onnx: .onnx (default: %(default)s)")
-    e.add_argument("--et-backend", default="xnnpack",
-                   help="ExecuTorch backends, comma-separated: xnnpack,webgpu,vulkan; INT8 is xnnpack only (default: %(default)s)")
+                   help="comma-separated. " + "; ".join(f"{f.title}: {','.join(f.precisions)} (default "
+                                                        f"{','.join(f.default_precisions)})" for f in formats.FORMATS))
+    e.add_argument("--target", default=formats.FORMATS[0].target_name, choices=list(formats.TARGETS),
+                   help=", ".join(f"{f.target_name}: {f.suffix}" for f in formats.FORMATS) + " (default: %(default)s)")
     e.add_argument("--plain", action="store_true", help="no graph rewrites: the baseline conversion (files *_plain)")
-    e.add_argument("--fp16-safe", action="store_true",
-                   help="LiteRT: also rescale activations by exact powers of two so they fit FP16 (for gpu-fp16)")
-    e.add_argument("--input-dtype", default="float32", choices=["float32", "uint8"],
-                   help="uint8: the .tflite takes resized RGB pixels [1,3,H,W] and normalises in the graph (fp32/fp16; "
-                        "saves the GPU ~1.4 ms per call of input upload on the H200); default: %(default)s")
-    e.add_argument("--dynamic-size", action="store_true",
-                   help="ONNX: height and width symbolic (any multiples of 14, what transformers.js needs); --size is "
-                        "then the size it is checked and run at by edgedepth")
+    for flag, kwargs in {o.flag: o.kwargs for f in formats.FORMATS for o in f.cli_options}.items():
+        e.add_argument(flag, **kwargs)     # each format's own options (formats/<name>/: cli_options)
     e.set_defaults(func=cmd_export)
 
 

@@ -61,7 +61,7 @@ TJS_PREFIX = "/vendor/@huggingface/transformers/dist/"      # transformers.js's 
 TJS_BUNDLES = ("transformers.js", "transformers.min.js")
 TJS_ORT_PREFIX = "/vendor/@huggingface/transformers/ort/"   # its own ORT-web's dist/*.mjs, *.wasm (tjs_ort_dist)
 RELEASE_PREFIX = "/release/"
-RUNNABLE = tuple(f.name for f in formats.FORMATS.values() if f.browser_runtime)   # manifest formats the page runs
+RUNNABLE = tuple(f.name for f in formats.FORMATS if f.browser_runtime)   # manifest formats the page runs
 IDLE_TIMEOUT_S = 30.0                             # a connection that sends nothing for this long is closed
 
 MIME = {

@@ -15,17 +15,17 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 
 from .. import formats, interrupt
 from ..errors import EdgedepthError
 from ..images import image_set, image_set_hash
 from ..models import APACHE, member_of_hub_id
-from ..preprocess import parse_size, preprocess
-from ..runtimes import BACKENDS as RUNTIME_BACKENDS, REFERENCE_BACKEND
+from ..preprocess import preprocess
+from ..runtimes import REFERENCE_BACKEND
+from ..verify import records
 from ..verify.bench import environment
 from ..verify.validate import validate
-from . import hub_files, manifest as mf, outdir
+from . import manifest as mf, outdir
 from .modelcard import render_model_card
 from .recipe import Recipe
 from .recommend import recommend
@@ -50,32 +50,6 @@ def _versions() -> dict:
     return out
 
 
-def _committed_rows(paths, rows_of) -> dict[str, list[dict]]:
-    """sha256 -> rows from committed report JSON files; ``rows_of(report, path)`` yields (sha256, row) pairs."""
-    rows: dict[str, list[dict]] = {}
-    for p in paths:
-        if os.path.isfile(p):
-            for sha, row in rows_of(json.load(open(p)), p):
-                rows.setdefault(sha, []).append(row)
-    return rows
-
-
-def _parity_rows(paths: list[str]) -> dict[str, list[dict]]:
-    """sha256 -> CPU parity rows from committed ``edgedepth validate --json`` reports."""
-    def rows_of(rep, p):
-        if rep.get("kind") == "edgedepth.precision_ladder":
-            yield from _ladder_parity(rep, p)
-            return
-        for r in rep.get("results", []):
-            if r.get("sha256") and r.get("metrics") and r.get("backend") == REFERENCE_BACKEND:
-                yield r["sha256"], {
-                    **_round_metrics(r["metrics"]), "backend": REFERENCE_BACKEND, "threads": rep["environment"].get("threads"),
-                    "cpu": rep["environment"].get("cpu"), "reference": rep.get("reference", {}).get("name"),
-                    "image_set_sha256": rep.get("image_set", {}).get("sha256"), "source": os.path.basename(p)}
-
-    return _committed_rows(paths, rows_of)
-
-
 def fp32_noise(module, x) -> float:
     """PyTorch FP32's own rel-L2 against a float64 run of the same module on ``x``: the scale of FP32 rounding."""
     import copy
@@ -95,96 +69,7 @@ def parity_gate(precision: str, rel_l2: float, noise: float) -> tuple[float, boo
     return bound, rel_l2 <= bound
 
 
-def _latency_rows(paths: list[str]) -> dict[str, list[dict]]:
-    """sha256 -> latency rows from committed ``edgedepth bench --json`` reports and ``benchmarks/peers.py`` reports
-    (whose rows also carry the fastest peer path of the same precision, same machine, same run)."""
-    def rows_of(rep, p):
-        if rep.get("kind") == "edgedepth.peers":
-            yield from _peer_latency_rows(rep, p)
-            return
-        if rep.get("kind") == "edgedepth.precision_ladder":
-            yield from _ladder_latency(rep, p)
-            return
-        if rep.get("kind") == "edgedepth.gpu_floor":            # benchmarks/gpu_floor.py: H200 timing twins
-            yield from _gpu_floor_rows(rep, p)
-            return
-        if rep.get("kind") == "edgedepth.playground_latency":   # LiteRT.js wasm in headless chromium
-            for f in rep["files"].values():
-                if f.get("sha256"):
-                    lo, hi = f["litertjs_p25_p75"]
-                    yield f["sha256"], {
-                        "backend": "litertjs-wasm", "median_ms": round(f["litertjs_wasm_median_ms"], 1),
-                        "p25_ms": round(lo, 1), "p75_ms": round(hi, 1), "threads": f["runtime"].get("threads"),
-                        "cpu": rep.get("cpu"), "gpu_adapter": None, "method": rep["method_counts"],
-                        "source": os.path.basename(p)}
-            return
-        for v in rep.get("variants", {}).values():
-            if v.get("sha256"):
-                yield v["sha256"], {
-                    "backend": rep.get("backend"), "median_ms": round(v["median_ms"], 2),
-                    "p25_ms": round(v["p25_ms"], 2), "p75_ms": round(v["p75_ms"], 2),
-                    "threads": rep["environment"].get("threads"), "cpu": rep["environment"].get("cpu"),
-                    "gpu_adapter": rep["environment"].get("gpu_adapter"),
-                    "method": {k: rep["method"][k] for k in ("rounds", "warmup", "iters")},
-                    "source": os.path.basename(p)}
-
-    return _committed_rows(paths, rows_of)
-
-
-def _peer_latency_rows(rep: dict, p: str):
-    env, rows = rep["environment"], rep["rows"]
-    for r in rows.values():
-        best = rep["summary"].get(r["precision"], {}).get("fastest_peer")
-        if r["side"] == "ours" and r.get("sha256") and r.get("median_ms") and best:
-            yield r["sha256"], {
-                "backend": r["runner"], "median_ms": round(r["median_ms"], 2), "p25_ms": round(r["p25_ms"], 2),
-                "p75_ms": round(r["p75_ms"], 2), "threads": rep["threads"], "cpu": env.get("cpu"), "gpu_adapter": None,
-                "method": {k: rep["method"][k] for k in ("rounds", "warmup", "iters")}, "source": os.path.basename(p),
-                "fastest_peer": {"label": rows[best]["label"], "median_ms": round(rows[best]["median_ms"], 2)}}
-
-
-def _gpu_floor_rows(rep: dict, p: str):
-    """GPU rows of ``benchmarks/gpu_floor.py`` for the release files its timing twins stand for (same graph, seeded
-    weights: ``stands_for``); the call median (write + run + read), FP32 enforced or default precision."""
-    backend = RUNTIME_BACKENDS.get(rep.get("backend"))
-    fp32 = bool(backend and backend.gpu and not backend.reduced_precision)
-    for f in rep["files"].values():
-        if (f.get("stands_for") or {}).get("sha256") and "method_counts" in rep:
-            ms = round(f["median_ms"]["call"], 2)
-            yield f["stands_for"]["sha256"], {
-                "backend": rep["backend"], "median_ms": ms, "p25_ms": None, "p75_ms": None, "threads": None,
-                "cpu": None, "gpu_adapter": rep.get("device"), "method": rep["method_counts"],
-                "source": os.path.basename(p), "timing_twin": True, **({"h200_gpu_fp32_median_ms": ms} if fp32 else {})}
-
-
-def _ladder_parity(rep: dict, p: str):
-    """CPU parity rows (110 images) of ``benchmarks/precision_ladder.py``'s report, per file sha256."""
-    env = rep["environment"]
-    for r in rep["rows"].values():
-        if "pooled_rel_l2" in r.get("parity", {}):
-            yield r["sha256"], {**_round_metrics(r["parity"]), "backend": "cpu", "threads": env.get("threads"),
-                                "cpu": env.get("cpu"), "reference": rep["parity_method"]["reference"],
-                                "image_set_sha256": rep["parity_method"]["image_set_sha256"],
-                                "source": os.path.basename(p)}
-
-
-def _ladder_latency(rep: dict, p: str):
-    """CPU latency rows of the same report (+ the H200 GPU median of the graph, FP32 enforced, when measured)."""
-    env, h200 = rep["environment"], rep.get("h200", {}).get("rows", {})
-    for name, r in rep["rows"].items():
-        if r.get("cpu_latency"):
-            v = r["cpu_latency"]
-            gpu = (h200.get(name) or {}).get("gpu")
-            yield r["sha256"], {
-                "backend": "cpu", "median_ms": round(v["median_ms"], 2), "p25_ms": round(v["p25_ms"], 2),
-                "p75_ms": round(v["p75_ms"], 2), "threads": env.get("threads"), "cpu": env.get("cpu"),
-                "gpu_adapter": None, "method": {k: rep["cpu_method"][k] for k in ("rounds", "warmup", "iters")},
-                "source": os.path.basename(p),
-                **({"h200_gpu_fp32_median_ms": round(gpu["median_ms"], 2)} if gpu else {})}
-
-
-def _round_metrics(m: dict) -> dict:
-    return {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in m.items()}
+_round_metrics = records.round_metrics      # the build report's parity values, rounded as records are
 
 
 def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
@@ -192,22 +77,14 @@ def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
     gate = recipe.parity_images != 0
     member = member_of_hub_id(recipe.base_model)
     n = 2 + (member is not None and member.license != APACHE)          # load (+ licence note), manifest
-    n += len(recipe.sizes) * (1 + len(recipe.litert_precisions) * (gpu_check + gate))
-    if recipe.litert_pixel_input:
-        n += 1 + len(recipe.litert_pixel_input) * (gpu_check + gate)
-    et = recipe.executorch
-    if et:
-        n += len(et.sizes) * (1 + len(et.precisions) * ("xnnpack" in et.backends) * gate)
-    if recipe.onnx_precisions:
-        n += 1 + len(recipe.onnx_precisions) * gate
-    return n
+    return n + sum(fmt.release_stages(part, recipe.sizes, gate=gate, gpu_check=gpu_check) for fmt, part in recipe.parts)
 
 
 def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None) -> dict:
     """Build the release folder ``out_dir`` from ``recipe`` (overrides applied: ``Recipe.with_overrides``); returns the
-    manifest dict.  Steps: 1 load the checkpoint, 2 LiteRT files per size, 3 ExecuTorch files, 4 ONNX files (each file
-    parity-gated as it is made), 5 manifest, card, licence, notice, build report; all in a staging folder swapped in
-    atomically at the end."""
+    manifest dict.  Steps: 1 load the checkpoint, 2 each format's files (``Format.release_files``, in ``FORMATS``
+    order; each file parity-gated as it is made), 3 manifest, card, licence, notice, build report; all in a staging
+    folder swapped in atomically at the end."""
     from ..checkpoint import DepthModule, load_checkpoint
 
     step = interrupt.checking(progress)      # every stage start is a point where a swallowed Ctrl-C stops
@@ -215,43 +92,29 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
     with outdir.staged(out_dir) as staging:      # checks, locks, swaps atomically; out_dir untouched on failure
         step(f"load {recipe.model}")                                                          # 1
         ckpt = load_checkpoint(recipe.model)
+        formats.check_exportable(ckpt.model)
         model_info = _model_info(ckpt, recipe)
         if model_info["license"] != "apache-2.0":
             step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
         io = lambda h, w, *names, **kw: mf.io_contract(h, w, *names, semantics=model_info["output_semantics"], **kw)  # noqa: E731
         items = image_set(limit=recipe.parity_images) if recipe.parity_images else []
         gate = _Gate(DepthModule(ckpt.model), items, step)
-        measured = (_latency_rows(recipe.latency_data), _parity_rows(recipe.parity_data))
-        entries, rewrite_reports = _litert_entries(recipe, ckpt, gate, staging, step, io, gpu_check)     # 2
-        if recipe.executorch:                                                                  # 3
-            entries += _executorch_entries(recipe.executorch, ckpt, gate, staging, step, io)
-        if recipe.onnx_precisions:                                                             # 4
-            entries += _onnx_entries(recipe.onnx_precisions, sizes[0], ckpt, gate, staging, step, io)
+        measured = (records.read(recipe.latency_data, "latency"),      # committed measurement records
+                    records.read(recipe.parity_data, "parity", backend=REFERENCE_BACKEND))
+        entry = lambda path, exported, text, rel=None, gpu_check=False: _entry(  # noqa: E731
+            path, exported, text, io, gate, step, gpu_check, rel)
+        rs = formats.ReleaseStep(ckpt, staging, tuple(sizes), recipe.rewrites, step, entry,
+                                 lambda rel, text: _write_text(os.path.join(staging, rel), text), gpu_check)
+        entries, rewrite_reports = [], {}
+        for fmt, part in recipe.parts:                                                         # 2
+            files, reports = fmt.release_files(part, rs)
+            entries += files
+            rewrite_reports = rewrite_reports or reports        # the first format's (LiteRT's): {size: rewrites}
         entries = [_with_measurements(e, *measured) for e in entries]    # committed records matching the bytes
-        step("manifest, model card, license")                                                  # 5
+        step("manifest, model card, license")                                                  # 3
         manifest = _manifest(recipe, ckpt, model_info, entries, rewrite_reports, items)
         _write_folder_texts(staging, manifest, gate)
     return mf.load(out_dir)
-
-
-def _litert_entries(recipe: Recipe, ckpt, gate: "_Gate", staging: str, step, io, gpu_check: bool):
-    """The .tflite files of every size (+ the uint8-input GPU files at the first size), GPU-checked and parity-gated as
-    they are made: (manifest entries, {size: rewrites applied})."""
-    sizes = list(recipe.sizes)
-    entries, rewrite_reports = [], {}
-    for text in sizes:
-        h, w = parse_size(text)
-        step(f"rewrites + export {text}")
-        files = formats.export(ckpt.model, h, w, staging, target_name="litert", precisions=recipe.litert_precisions,
-                               rewrites=recipe.rewrites, stem=ckpt.file_stem)
-        rewrite_reports[text] = files[0].rewrites
-        if recipe.litert_pixel_input and text == sizes[0]:   # the GPU files: uint8 pixels in (formats.tflite)
-            step(f"rewrites + export {text}, uint8 pixel input")
-            files += formats.export(ckpt.model, h, w, staging, target_name="litert",
-                                    precisions=recipe.litert_pixel_input, rewrites=recipe.rewrites,
-                                    stem=ckpt.file_stem, input_dtype="uint8")
-        entries += [_entry(f.path, f, text, io, gate, step, gpu_check) for f in files]
-    return entries, rewrite_reports
 
 
 def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewrite_reports: dict, items) -> dict:
@@ -333,8 +196,8 @@ def _entry(path: str, exported, text: str, io, gate: "_Gate", step, gpu_check: b
     that have one, when asked) and the parity gate (files this machine's runtime runs) on that one Artifact."""
     art = formats.open_artifact(path)
     rel = rel or art.name
-    entry = art.format.module.release_entry(art, exported, text, io)
-    if gpu_check and art.format.gpu_check:
+    entry = art.format.release_entry(art, exported, text, io)
+    if gpu_check and art.format.has_gpu_check:
         step(f"GPU check {rel}")
         g = art.gpu_check()
         if g.get("gpu_hazards"):
@@ -342,7 +205,7 @@ def _entry(path: str, exported, text: str, io, gate: "_Gate", step, gpu_check: b
                                  "it delegates them (inspect shows them); not released")
         entry["gpu_fully_delegated"] = g["fully_delegated"]
         gate.report[rel] = {"gpu_check": {"adapter": (g["adapter"] or "").split(",")[0] or None, "error": g["error"]}}
-    if art.format.module.runs_here(exported):
+    if art.format.runs_here(exported):
         gate.check(art, exported.precision, art.size, rel)
     return mf.artifact_entry(art, rel, **entry)
 
@@ -351,43 +214,11 @@ def _with_measurements(entry: dict, latency: dict, parity: dict) -> dict:
     return {**entry, "latency": latency.get(entry["sha256"], []), "parity": parity.get(entry["sha256"], [])}
 
 
-def _executorch_entries(cfg, ckpt, gate: _Gate, staging: str, step, io) -> list[dict]:
-    """ExecuTorch .pte files per the recipe; XNNPACK files pass the parity gate (the runtime here runs only XNNPACK)."""
-    entries = []
-    for text in cfg.sizes:
-        h, w = parse_size(text)
-        step(f"ExecuTorch {text}: {', '.join(cfg.backends)}")
-        files = formats.export(ckpt.model, h, w, staging, target_name="executorch", precisions=cfg.precisions,
-                               backends=cfg.backends, stem=ckpt.file_stem)
-        entries += [_entry(f.path, f, text, io, gate, step) for f in files]
-    return entries
-
-
-def _onnx_entries(precisions, text: str, ckpt, gate: _Gate, staging: str, step, io) -> list[dict]:
-    """ONNX files with dynamic height and width in the onnx-community / transformers.js layout (``ONNX_LAYOUT``, with
-    ``config.json`` and ``preprocessor_config.json``), parity-gated on ONNX Runtime (CPU) at the release's first size
-    (the size the files record as edgedepth's)."""
-    h, w = parse_size(text)
-    step(f"ONNX {text}: {', '.join(precisions)}")
-    work = os.path.join(staging, ".onnx-export")
-    files = formats.export(ckpt.model, h, w, work, target_name="onnx", precisions=precisions, dynamic=True)
-    entries = []
-    for f in files:
-        rel = hub_files.ONNX_LAYOUT[f.precision]
-        os.makedirs(os.path.dirname(os.path.join(staging, rel)), exist_ok=True)
-        os.replace(f.path, os.path.join(staging, rel))
-        entries.append(_entry(os.path.join(staging, rel), f, text, io, gate, step, rel=rel))
-    shutil.rmtree(work, ignore_errors=True)
-    _write_text(os.path.join(staging, hub_files.CONFIG), hub_files.config_json(ckpt.model))
-    _write_text(os.path.join(staging, hub_files.PREPROCESSOR_CONFIG), hub_files.preprocessor_config_json())
-    return entries
-
-
 def _text_entries(folder: str) -> list[dict]:
     """The card, licence, notice and (with ONNX files) the transformers config files."""
-    return [mf.file_entry(folder, n, format=fmt) for n, fmt in
-            (("README.md", "model card"), ("LICENSE", "license"), ("NOTICE", "notice"),
-             (hub_files.CONFIG, "transformers config"), (hub_files.PREPROCESSOR_CONFIG, "preprocessor config"))
+    texts = (("README.md", "model card"), ("LICENSE", "license"), ("NOTICE", "notice"))
+    return [mf.file_entry(folder, n, format=kind) for n, kind in texts + tuple(t for f in formats.FORMATS
+                                                                                 for t in f.side_files)
             if os.path.exists(os.path.join(folder, n))]
 
 
@@ -447,7 +278,7 @@ def _notice_text(manifest: dict) -> str:
         f"(base model: {p['base_model']}), {licence}.\n\n"
         f"Weights used: {src}\n\n"
         "Modifications (made by edgedepth, " + p["versions"].get("edgedepth", "?") + "):\n"
-        + "".join(fmt.notice for fmt in formats.FORMATS.values()
+        + "".join(fmt.notice for fmt in formats.FORMATS
                   if any(f.get("format") == fmt.name for f in manifest["files"]))
         + "- graph rewrites before conversion, each exact up to float rounding unless stated in the model card:\n"
         + "".join(f"  - {name}\n" for name in sizes)

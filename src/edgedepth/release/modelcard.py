@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..formats import entry_format
-from .hub_files import TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE
+from ..formats import FORMATS, entry_format
+from ..formats.base import CardContext
 
 PAPER = "https://arxiv.org/abs/2406.09414"
 CITATION = """@article{depth_anything_v2,
@@ -32,161 +32,21 @@ def _area(size: str) -> tuple[int, int]:
     return h * w, h
 
 
-def _sizes_text(models: list[dict], onnx_files: list[dict]) -> str:
+def _sizes_text(models: list[dict]) -> str:
     fixed = sorted({f["size"] for f in models if not f.get("dynamic_size")}, key=_area)
     t = f"fixed per `.tflite` / `.pte` file (in its name and the Files table: {', '.join(fixed)})."
-    dyn = [f for f in onnx_files if f.get("dynamic_size")]
-    if dyn:
-        t += (f" The ONNX files take any H and W that are multiples of 14 (verified and timed at {dyn[0]['size']}); "
-              f"upstream's processor (`preprocessor_config.json`) keeps the photo's aspect ratio, brings one side to "
-              f"{UPSTREAM_SIDE} and rounds both to multiples of 14 (a 640×480 photo: 518×686).")
-    return t
+    return t + "".join(fmt.card_sizes_note([f for f in models if entry_format(f) is fmt]) for fmt in FORMATS)
 
 
-def _normalise_lines(n: dict, target: str) -> list[str]:
-    """Python lines: ``img`` (PIL RGB) -> float32 ``x`` [1, 3, H, W] as the files expect (bicubic, /255, mean/std)."""
-    return [f"x = np.asarray(img.resize({target}, Image.Resampling.BICUBIC), np.float32) / 255",
-            f"x = (x - {n['mean']}) / {n['std']}  # ImageNet mean and std",
-            "x = np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)  # NCHW [1, 3, H, W]"]
-
-
-def _gpu_kwargs(opts: dict) -> str:
-    """``GpuOptions`` keywords of the manifest's recommended GPU options (enforce_f32 + the flags edgedepth measured
-    and sets, benchmarks/results/gpu_options.json), as Python source."""
-    gpu = {k: v for k, v in (opts.get("gpu") or {"enforce_f32": True}).items() if k != "accelerator"}
-    return ", ".join(f"{k}={v!r}" for k, v in gpu.items())
-
-
-def _litert_block(example: dict, metric: bool) -> list[str]:
-    h, w = example["input"]["shape"][2:]
-    opts = example.get("recommended_runtime_options") or {}
-    threads = (opts.get("cpu") or {}).get("num_threads", "number of big cores")
-    return ["```python",
-            "import numpy as np",
-            "from PIL import Image",
-            "from ai_edge_litert.compiled_model import CompiledModel",
-            "from ai_edge_litert.hardware_accelerator import HardwareAccelerator",
-            "from ai_edge_litert.options import CpuOptions, GpuOptions, Options", "",
-            "USE_GPU = False  # True: LiteRT's GPU accelerator (WebGPU). It needs a GPU and its driver (on Linux: a "
-            "Vulkan",
-            "# driver, an ICD); without them CompiledModel.from_file raises RuntimeError (\"Failed to initialize "
-            "WebGPU ...\")",
-            "if USE_GPU:  # enforce_f32: FP32 compute (the default precision may compute in FP16, which this model "
-            "can overflow)",
-            "    options = Options(hardware_accelerators=HardwareAccelerator.GPU, "
-            f"gpu_options=GpuOptions({_gpu_kwargs(opts)}))",
-            f"else:  # CPU (XNNPACK): num_threads = the {threads}",
-            "    options = Options(hardware_accelerators=HardwareAccelerator.CPU, "
-            "cpu_options=CpuOptions(num_threads=4))",
-            f"model = CompiledModel.from_file(\"{example['path']}\", options=options)", "",
-            f"img = Image.open(\"photo.jpg\").convert(\"RGB\")  # this file's fixed size: {h}x{w} (H x W)",
-            *_normalise_lines(example["input"]["normalisation"], f"({w}, {h})"),
-            "inp, out = model.create_input_buffers(0), model.create_output_buffers(0)",
-            "inp[0].write(x)",
-            "model.run_by_index(0, inp, out)",
-            f"depth = out[0].read({h * w}, np.float32).reshape({h}, {w})  # "
-            + ("metres" if metric else "relative inverse depth, larger = closer"),
-            "```"]
-
-
-def _onnx_blocks(onnx_files: list[dict], metric: bool) -> list[str]:
-    o = next((f for f in onnx_files if f["precision"] == "fp32"), onnx_files[0])
-    vh, vw = o["input"]["shape"][2:]
-    dyn = bool(o.get("dynamic_size"))
-    n = o["input"]["normalisation"]
-    opts = o.get("recommended_runtime_options") or {}
-    names = ", ".join(f"`{f['path']}` {f['precision'].upper()}" for f in onnx_files)
-    what = "metres" if metric else "relative inverse depth"
-    L = [f"ONNX (`onnx/`, the onnx-community / transformers.js layout: {names}): input `{o['input']['name']}` float32 "
-         f"`[1, 3, H, W]`, output `{o['output']['name']}` `[1, H, W]`, same normalisation; "
-         + (f"{o['dynamic_size']}, {o['size']} here." if dyn else f"a fixed size, {o['size']}.")]
-    if opts.get("onnxruntime") or opts.get("openvino"):
-        named = (("ONNX Runtime", opts.get("onnxruntime")), ("OpenVINO", opts.get("openvino")))
-        L[0] += " Runtime options (`manifest.json`): " + "; ".join(f"{k}: {v}" for k, v in named if v) + "."
-    L += ["", "ONNX Runtime" + (", at upstream's size for the photo:" if dyn else ":"), "", "```python",
-          "import numpy as np",
-          "import onnxruntime as ort",
-          "from PIL import Image", "",
-          "img = Image.open(\"photo.jpg\").convert(\"RGB\")"]
-    if dyn:
-        side = UPSTREAM_SIDE
-        L += [f"# upstream's sizing (preprocessor_config.json): of the two scales that bring a side to {side}, the one",
-              "# nearer 1 (aspect ratio kept), then both sides rounded to multiples of 14",
-              "w, h = img.size",
-              f"s = {side} / w if abs(1 - {side} / w) < abs(1 - {side} / h) else {side} / h",
-              f"H, W = round(h * s / 14) * 14, round(w * s / 14) * 14  # or the size verified here: H, W = {vh}, {vw}"]
-    else:
-        L += [f"H, W = {vh}, {vw}  # the files' fixed size"]
-    L += [*_normalise_lines(n, "(W, H)"),
-          "so = ort.SessionOptions()",
-          "so.intra_op_num_threads = 4  # the number of big cores",
-          f"session = ort.InferenceSession(\"{o['path']}\", so, providers=[\"CPUExecutionProvider\"])",
-          f"depth = session.run(None, {{\"{o['input']['name']}\": x}})[0][0]  # [H, W], {what}",
-          "```", "",
-          "OpenVINO" + (" (CPU), at the verified size (a static shape: OpenVINO's fast path):" if dyn else " (CPU):"), "",
-          "```python",
-          "import numpy as np",
-          "import openvino as ov",
-          "from PIL import Image", "",
-          f"H, W = {vh}, {vw}" + ("  # any multiples of 14 work" if dyn else ""),
-          "core = ov.Core()",
-          f"model = core.read_model(\"{o['path']}\")"]
-    if dyn:
-        L += [f"model.reshape({{\"{o['input']['name']}\": [1, 3, H, W]}})"]
-    L += ["# f32: left to itself OpenVINO computes in bf16 on CPUs with AMX / AVX512-BF16",
-          "compiled = core.compile_model(model, \"CPU\", {\"INFERENCE_PRECISION_HINT\": \"f32\"})",
-          "img = Image.open(\"photo.jpg\").convert(\"RGB\")",
-          *_normalise_lines(n, "(W, H)"),
-          f"depth = compiled(x)[0][0]  # [H, W], {what}",
-          "```", ""]
-    return L
-
-
-def _js_block(name: str, onnx_files: list[dict]) -> list[str]:
-    dtypes = {TRANSFORMERS_JS_DTYPE[f["precision"]]: f["path"] for f in onnx_files
-              if f["precision"] in TRANSFORMERS_JS_DTYPE}
-    first = "fp32" if "fp32" in dtypes else next(iter(dtypes))
-    choice = ", ".join(f"'{d}' {p}" for d, p in dtypes.items())
-    return ["transformers.js (Node 18+; in a browser: the same calls, with `env.localModelPath` the URL the folder "
-            "is served under):", "",
-            "```js",
-            "// depth.mjs: run `node depth.mjs` in the directory that holds this folder (named",
-            f"// {name}) and photo.jpg, after `npm i @huggingface/transformers` there.",
-            "import { env, pipeline } from '@huggingface/transformers';", "",
-            "env.allowRemoteModels = false;  // local files only: nothing is downloaded",
-            "env.localModelPath = './';      // model ids are folders under the current directory",
-            f"// dtype: {choice}",
-            f"const estimator = await pipeline('depth-estimation', '{name}', {{ dtype: '{first}' }});",
-            "const { predicted_depth, depth } = await estimator('photo.jpg');",
-            "// predicted_depth: a Tensor [height, width] at the photo's size; depth: the same as an 8-bit grey "
-            "RawImage",
-            "await depth.save('depth.png');",
-            "```", "",
-            "transformers.js resizes with its own image library (sharp in Node, the canvas in a browser), not with "
-            "Pillow's bicubic like the Python snippets above and edgedepth, so its `pixel_values` differ from theirs "
-            "whenever the photo is resized (by a few per cent rel-L2 typically, more on strongly up- or downscaled "
-            "photos; measured in edgedepth's BENCHMARKS.md), and the depth maps differ accordingly. For the same "
-            "pixels, make `pixel_values` as the Python "
-            "snippets do and run the model on them: `const model = await AutoModelForDepthEstimation.from_pretrained("
-            f"'{name}', {{ dtype: '{first}' }}); const {{ predicted_depth }} = await model({{ pixel_values: new "
-            "Tensor('float32', data, [1, 3, H, W]) });` (predicted_depth `[1, H, W]`); or accept the difference.", ""]
-
-
-def _how_to_run(m: dict, example: dict, onnx_files: list[dict], has_pte: bool, metric: bool) -> list[str]:
+def _how_to_run(c: "_Card") -> list[str]:
+    """Each format's snippets (``Format.card_how_to``), in the card's order (``Format.card_order``)."""
     L = ["## How to run", "",
          "Each Python snippet runs as written inside this folder, with a photo named `photo.jpg` in it "
-         "(the transformers.js one: from the folder's parent, see its first line).", "",
-         "LiteRT, Python ([`ai-edge-litert`](https://pypi.org/project/ai-edge-litert/)), on the CPU or, with "
-         "`USE_GPU = True`, the GPU:", "",
-         *_litert_block(example, metric), "",
-         "Browser ([`@litertjs/core`](https://www.npmjs.com/package/@litertjs/core)): `loadLiteRt(wasmDir)`, then "
-         "`loadAndCompile(bytes, {accelerator: 'webgpu'})` (or `'wasm'`) and `model.run(tensor)`; verify each file's "
-         "SHA-256 against `manifest.json` before use. `edgedepth serve .` runs a playground that does exactly this.", ""]
-    if onnx_files:
-        L += _onnx_blocks(onnx_files, metric) + _js_block(m["name"], onnx_files)
-    if has_pte:
-        L += ["ExecuTorch: load the `.pte` with `executorch.runtime` (XNNPACK files) or the ExecuTorch WebGPU runtime "
-              "(WebGPU/Vulkan-delegated files, which the Python runtime cannot run).", ""]
+         "(the transformers.js one: from the folder's parent, see its first line).", ""]
+    ctx = CardContext(c.m["name"], c.metric, c.example)
+    for fmt in sorted(FORMATS, key=lambda f: f.card_order):
+        files = [f for f in c.models if entry_format(f) is fmt]
+        L += fmt.card_how_to(files, ctx) if files else []
     return L
 
 
@@ -218,7 +78,7 @@ class _Card:
 def _card(m: dict) -> _Card:
     prov = m["provenance"]
     models = [f for f in m["files"] if entry_format(f)]
-    tflites = [f for f in models if entry_format(f).gpu_check]      # the LiteRT files: the card's example and GPU rows
+    tflites = [f for f in models if entry_format(f).has_gpu_check]      # the LiteRT files: the card's example and GPU rows
     first_size = prov["recipe"]["sizes"][0]
     floats = [f for f in tflites if f["input"]["dtype"] == "float32"] or tflites
     example = next((f for f in floats if f["precision"] == "fp32" and f["size"] == first_size),
@@ -287,7 +147,7 @@ def _inputs_outputs(c: _Card) -> list[str]:
          f"| input | `{i['name']}` | `[1, 3, H, W]` | {i['dtype']} | {n['color']}, ×{n['scale']}, minus mean "
          f"{n['mean']}, divided by std {n['std']}, {i['layout']}; resize the photo to H×W ({n['resize']}) |",
          f"| output | `{o['name']}` | `[1, H, W]` | {o['dtype']} | {o['semantics']} |", "",
-         "H×W: " + _sizes_text(c.models, c.onnx_files) + " Signature `serving_default` (.tflite). Resize the "
+         "H×W: " + _sizes_text(c.models) + " Signature `serving_default` (.tflite). Resize the "
          "output back to the photo's size for display.", ""]
     pixel_files = [f for f in c.tflites if f["input"]["dtype"] == "uint8"]
     if pixel_files:
@@ -408,7 +268,6 @@ def _provenance(c: _Card) -> list[str]:
 def render_model_card(m: dict) -> str:
     """The card, section by section (each a function of the manifest-derived :class:`_Card`)."""
     c = _card(m)
-    how = _how_to_run(m, c.example, c.onnx_files, any(entry_format(f).export_backends for f in c.models), c.metric) \
-        if c.example else []
+    how = _how_to_run(c) if c.example else []
     return "\n".join(_front_matter(c) + _about(c) + _which_file(c) + _inputs_outputs(c) + _files(c) + how
                      + _parity(c) + _latency(c) + _limitations(c) + _provenance(c))

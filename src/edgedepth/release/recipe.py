@@ -13,16 +13,11 @@ import hashlib
 import os
 import runpy
 
+from typing import Any
+
 from ..errors import EdgedepthError
-from ..formats import onnx as onnxfmt, pte, tflite
-from ..preprocess import parse_size
-
-
-@dataclasses.dataclass(frozen=True)
-class ExecuTorchPart:
-    sizes: tuple[str, ...]
-    backends: tuple[str, ...]
-    precisions: tuple[str, ...]
+from ..formats import FORMATS
+from ..formats.base import check_sizes, recipe_field
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,11 +27,8 @@ class Recipe:
     model: str                                  # checkpoint spec (HF_ID@REV, folder, synthetic...)
     sizes: tuple[str, ...]                      # "HxW", multiples of the 14-pixel patch
     rewrites: str                               # "default": edgedepth.rewrites.PIPELINE defaults
-    litert_precisions: tuple[str, ...]
-    executorch: ExecuTorchPart | None
+    parts: tuple[tuple[Any, Any], ...]          # (Format, its section checked by Format.recipe_part), FORMATS order
     parity_images: int
-    onnx_precisions: tuple[str, ...] = ()       # ONNX files at the first size, onnx-community layout (onnx/model*.onnx)
-    litert_pixel_input: tuple[str, ...] = ()    # LiteRT precisions also written at the first size taking uint8 pixels
     parity_data: tuple[str, ...] = ()           # committed `edgedepth validate --json` reports (matched by sha256)
     latency_data: tuple[str, ...] = ()          # committed `edgedepth bench --json` reports (matched by sha256)
     path: str = ""
@@ -47,66 +39,43 @@ class Recipe:
         """The recipe with the CLI's overrides applied (validated like the file's own values)."""
         r = dataclasses.replace(self, model=model or self.model, sizes=tuple(sizes or self.sizes),
                                 parity_images=self.parity_images if parity_images is None else parity_images)
-        _check_sizes("sizes", r.sizes)
+        check_sizes("sizes", r.sizes)
         if r.parity_images < 0:
             raise EdgedepthError(f"parity images {r.parity_images}: must be >= 0")
         return r
 
-
-def _check_sizes(field: str, sizes) -> None:
-    if not sizes:
-        raise EdgedepthError(f"recipe field {field!r} lists no size")
-    for s in sizes:
-        parse_size(s)                           # one-line error for anything that is not HxW in multiples of 14
+    def part(self, fmt):
+        """The recipe's section for ``fmt`` (a Format), or None when it has none."""
+        return dict(self.parts).get(fmt)
 
 
-def _field(d: dict, key: str, kind, where: str):
-    if key not in d:
-        raise EdgedepthError(f"recipe {where}: missing field {key!r}")
-    if not isinstance(d[key], kind):
-        raise EdgedepthError(f"recipe {where}: field {key!r} should be {getattr(kind, '__name__', kind)}")
-    return d[key]
+def _parts(d: dict, where: str) -> tuple:
+    """Each format's section (``RECIPE[Format.target_name]``), checked by the format itself."""
+    parts = []
+    for fmt in FORMATS:
+        if fmt.recipe_required:
+            recipe_field(d, fmt.target_name, dict, where)
+        if d.get(fmt.target_name):
+            parts.append((fmt, fmt.recipe_part(recipe_field(d, fmt.target_name, dict, where), where)))
+    return tuple(parts)
 
 
 def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
     """Validate a RECIPE dict (see recipes/depth-anything-v2-small.py) into a :class:`Recipe`."""
     where = os.path.basename(path) or "RECIPE"
-    lit = _field(d, "litert", dict, where)
-    precisions = tuple(_field(lit, "precisions", list, where))
-    bad = [p for p in precisions if p not in tflite.PRECISIONS]
-    if bad:
-        raise EdgedepthError(f"recipe {where}: litert precision(s) {bad} unknown (choose from {tflite.PRECISIONS})")
-    pixel = tuple(lit.get("pixel_input", []))
-    if [p for p in pixel if p not in tflite.PIXEL_INPUT_PRECISIONS]:
-        raise EdgedepthError(f"recipe {where}: litert pixel_input {list(pixel)} (choose from "
-                             f"{tflite.PIXEL_INPUT_PRECISIONS}: float files, for the GPU)")
-    et = None
-    if d.get("executorch"):
-        e = d["executorch"]
-        et = ExecuTorchPart(tuple(_field(e, "sizes", list, where)), tuple(_field(e, "backends", list, where)),
-                            tuple(_field(e, "precisions", list, where)))
-        _check_sizes("executorch.sizes", et.sizes)
-        if [b for b in et.backends if b not in pte.BACKENDS] or [p for p in et.precisions if p not in pte.PRECISIONS]:
-            raise EdgedepthError(f"recipe {where}: executorch backends {et.backends} / precisions {et.precisions} "
-                                 f"(choose from {pte.BACKENDS} / {pte.PRECISIONS})")
-    onnx_precisions = ()
-    if d.get("onnx"):
-        onnx_precisions = tuple(_field(d["onnx"], "precisions", list, where))
-        if not onnx_precisions or [p for p in onnx_precisions if p not in onnxfmt.PRECISIONS]:
-            raise EdgedepthError(f"recipe {where}: onnx precisions {list(onnx_precisions)} "
-                                 f"(choose from {onnxfmt.PRECISIONS})")
+    parts = _parts(d, where)
     rewrites = d.get("rewrites", "default")
     if rewrites != "default":
         raise EdgedepthError(f"recipe {where}: rewrites {rewrites!r}: only 'default' is supported")
     r = Recipe(
-        name=_field(d, "name", str, where), base_model=_field(d, "base_model", str, where),
-        model=_field(d, "model", str, where), sizes=tuple(_field(d, "sizes", list, where)), rewrites=rewrites,
-        litert_precisions=precisions, executorch=et,
-        parity_images=int(_field(_field(d, "parity", dict, where), "images", int, where)),
-        onnx_precisions=onnx_precisions, litert_pixel_input=pixel, parity_data=tuple(d.get("parity_data", [])),
+        name=recipe_field(d, "name", str, where), base_model=recipe_field(d, "base_model", str, where),
+        model=recipe_field(d, "model", str, where), sizes=tuple(recipe_field(d, "sizes", list, where)),
+        rewrites=rewrites, parts=parts,
+        parity_images=int(recipe_field(recipe_field(d, "parity", dict, where), "images", int, where)),
+        parity_data=tuple(d.get("parity_data", [])),
         latency_data=tuple(d.get("latency_data", [])),
         path=path, sha256=sha256)
-    _check_sizes("sizes", r.sizes)
+    check_sizes("sizes", r.sizes)
     return r
 
 

@@ -66,7 +66,7 @@ def _fastest(ok: list[dict], fp32: dict, backend: str, where: str, label: str, p
 
 
 def recommend(entries: list[dict], size: str, gate: float) -> dict:
-    every = [f for f in entries if (fmt := entry_format(f)) and fmt.gpu_check and f.get("size") == size]
+    every = [f for f in entries if (fmt := entry_format(f)) and fmt.has_gpu_check and f.get("size") == size]
     files = [f for f in every if _input_dtype(f) == "float32"]
     if not files:
         return {}

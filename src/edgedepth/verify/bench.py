@@ -99,7 +99,7 @@ def run_interleaved(variants: dict, x: np.ndarray, *, rounds: int = 6, warmup: i
 def floor_ratios(variants: dict, macs: int, precisions=("fp32", "int8")) -> dict:
     """Plain / optimised / floor medians -> ratios, per precision (keys ``{p}_plain``, ``{p}``, ``{p}_floor``).
 
-    Used by the latency-floor benchmarks (benchmarks/latency_floor.py here, benchmarks/cpu_device.py on another CPU).
+    Used by the latency-floor benchmarks (benchmarks/latency_floor.py here, benchmarks/devices/cpu_device.py on another CPU).
     """
     out = {}
     for p in precisions:

@@ -33,16 +33,19 @@ from __future__ import annotations
 
 import collections
 import copy
+import dataclasses
 import os
 import time
 
 import numpy as np
 
-from .. import interrupt, runtimes
-from ..errors import EdgedepthError
-from ..fsutil import atomic_path
-from ..models import DEFAULT_STEM
-from ..progress import quiet_output as _quiet
+from ... import interrupt, runtimes
+from ...errors import EdgedepthError
+from ...fsutil import atomic_path
+from ...models import DEFAULT_STEM
+from ...preprocess import parse_size
+from ...progress import quiet_output as _quiet
+from ..base import CardContext, CliOption, Exported, Format, ReleaseStep, check_sizes, list_option, recipe_field
 
 
 PTE_IDENTIFIER = b"ET"          # flatbuffer file identifier "ET12" (schema version digits follow)
@@ -208,7 +211,7 @@ def prepare_model(model, height: int, width: int, rewrites=DEFAULT_REWRITES):
 
     ``model`` may be the HF model or a :class:`edgedepth.checkpoint.DepthModule` around it.
     """
-    from ..checkpoint import DepthModule
+    from ...checkpoint import DepthModule
 
     inner = model.model if isinstance(model, DepthModule) else model
     if height % 14 or width % 14:
@@ -217,7 +220,7 @@ def prepare_model(model, height: int, width: int, rewrites=DEFAULT_REWRITES):
     if hasattr(m, "config"):
         # Propagates to the backbone's Dinov2Config on the copy only (the caller's model keeps its setting).
         m.config._attn_implementation = "eager"
-    from ..rewrites import prepare
+    from ...rewrites import prepare
 
     module, report = prepare(m, height, width, list(rewrites or ()))
     for p in module.parameters():
@@ -375,35 +378,105 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2):
     return runtimes.open_runner("pte", backend, path, threads, backends=list(info["delegated_subgraphs"]))
 
 
-def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32",), rewrites="default",
-                 backends=None, verbose: bool = False, progress=None, stem: str = DEFAULT_STEM):
-    """:func:`edgedepth.formats.export` for ExecuTorch: every (backend, precision) pair that exists; ``[Exported]``."""
-    from . import Exported
-
-    backends = tuple(backends or ("xnnpack",))
-    names = DEFAULT_REWRITES if rewrites == "default" else tuple(rewrites or ())
-    stats = export(model, height, width, out_dir, backends, precisions, rewrites=names, verbose=verbose,
-                   progress=progress, stem=stem)
-    return [Exported(st["path"], "pte", precision, backend, list(st.get("rewrites", names)), st)
-            for (backend, precision), st in sorted(stats.items())]
-
-
 RUNNABLE_BACKENDS = ("xnnpack",)    # delegates the Python runtime here runs (WebGPU/Vulkan files need their devices)
-
-
-def release_entry(art, exported, size_text: str, io) -> dict:
-    """A release manifest's fields for a .pte: its delegate, delegation counts and quantisation."""
-    st, backend = exported.stats, exported.backend
-    return {"format": "pte", "runtime": "executorch", "backend": backend, "precision": exported.precision,
-            "size": size_text, **io(*art.size, "pixel_values", "depth"),
-            "delegation": {"subgraphs": st["delegated_subgraphs"], "delegated_nodes": st["delegated_nodes"],
-                           "non_delegated_nodes": st["non_delegated_nodes"], "fully_delegated": st["fully_delegated"]},
-            "quantization": st.get("quantization"),
-            "recommended_runtime_options": {
-                "runtime": "executorch.runtime (Python/C++), XNNPACK" if runs_here(exported)
-                else "ExecuTorch WebGPU/Vulkan runtime (delegate id VulkanBackend); not runnable in Python"}}
 
 
 def runs_here(exported) -> bool:
     """Whether this machine's Python runtime runs the file (the release's parity gate): XNNPACK files only."""
     return exported.backend in RUNNABLE_BACKENDS
+
+
+@dataclasses.dataclass(frozen=True)
+class RecipePart:
+    """The recipe's ``executorch`` section."""
+    sizes: tuple[str, ...]
+    backends: tuple[str, ...]
+    precisions: tuple[str, ...]
+
+
+class ExecuTorch(Format):
+    name, suffix, target_name, title = "pte", ".pte", "executorch", "ExecuTorch"
+    precisions, default_precisions, export_backends = PRECISIONS, PRECISIONS, BACKENDS
+    cli_options = (CliOption("--et-backend", dict(default="xnnpack",
+                                                  help=f"ExecuTorch backends, comma-separated: {','.join(BACKENDS)}; "
+                                                       "INT8 is xnnpack only (default: %(default)s)")),)
+
+    check, describe, format_text = staticmethod(check), staticmethod(describe), staticmethod(format_text)
+
+    def open_runner(self, path: str, backend: str = "cpu", threads: int = 2, size=None):
+        return open_runner(path, backend, threads)
+
+    def export_options(self, args) -> dict:
+        return {"backends": tuple(list_option("--et-backend", args.et_backend, BACKENDS))}
+
+    def check_options(self, precisions, options: dict) -> None:
+        super().check_options(precisions, {k: v for k, v in options.items() if k != "backends"})
+
+    def export_stages(self, precisions, options: dict) -> int:
+        return sum(1 for b in options.get("backends", ("xnnpack",)) for p in precisions
+                   if p == "fp32" or b == "xnnpack")
+
+    def export(self, model, height: int, width: int, out_dir: str, *, precisions=("fp32",), rewrites="default",
+               verbose: bool = False, progress=None, stem: str = DEFAULT_STEM,
+               backends=("xnnpack",)) -> list[Exported]:
+        """Every (backend, precision) pair that exists (INT8: XNNPACK only)."""
+        backends = tuple(backends or ("xnnpack",))
+        names = DEFAULT_REWRITES if rewrites == "default" else tuple(rewrites or ())
+        stats = export(model, height, width, out_dir, backends, precisions, rewrites=names, verbose=verbose,
+                       progress=progress, stem=stem)
+        return [Exported(st["path"], "pte", precision, backend, list(st.get("rewrites", names)), st)
+                for (backend, precision), st in sorted(stats.items())]
+
+    def recipe_part(self, section: dict, where: str) -> RecipePart:
+        part = RecipePart(*(tuple(recipe_field(section, k, list, where)) for k in ("sizes", "backends", "precisions")))
+        check_sizes("executorch.sizes", part.sizes)
+        if [b for b in part.backends if b not in BACKENDS] or [p for p in part.precisions if p not in PRECISIONS]:
+            raise EdgedepthError(f"recipe {where}: executorch backends {part.backends} / precisions "
+                                 f"{part.precisions} (choose from {BACKENDS} / {PRECISIONS})")
+        return part
+
+    def release_stages(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> int:
+        runnable = any(b in RUNNABLE_BACKENDS for b in part.backends)
+        return len(part.sizes) * (1 + len(part.precisions) * runnable * gate)
+
+    def release_files(self, part: RecipePart, rs: ReleaseStep) -> tuple[list[dict], dict]:
+        """ExecuTorch .pte files per the recipe; XNNPACK files pass the parity gate (the runtime here runs only
+        XNNPACK)."""
+        entries = []
+        for text in part.sizes:
+            h, w = parse_size(text)
+            rs.step(f"ExecuTorch {text}: {', '.join(part.backends)}")
+            files = self.export(rs.ckpt.model, h, w, rs.staging, precisions=part.precisions, backends=part.backends,
+                                stem=rs.ckpt.file_stem)
+            entries += [rs.entry(f.path, f, text) for f in files]
+        return entries, {}
+
+    def release_entry(self, art, exported: Exported, size_text: str, io) -> dict:
+        """Its delegate, delegation counts and quantisation."""
+        st, backend = exported.stats, exported.backend
+        return {"format": "pte", "runtime": "executorch", "backend": backend, "precision": exported.precision,
+                "size": size_text, **io(*art.size, "pixel_values", "depth"),
+                "delegation": {"subgraphs": st["delegated_subgraphs"], "delegated_nodes": st["delegated_nodes"],
+                               "non_delegated_nodes": st["non_delegated_nodes"],
+                               "fully_delegated": st["fully_delegated"]},
+                "quantization": st.get("quantization"),
+                "recommended_runtime_options": {
+                    "runtime": "executorch.runtime (Python/C++), XNNPACK" if runs_here(exported)
+                    else "ExecuTorch WebGPU/Vulkan runtime (delegate id VulkanBackend); not runnable in Python"}}
+
+    def runs_here(self, exported: Exported) -> bool:
+        return runs_here(exported)
+
+    card_order = 2
+
+    def card_how_to(self, files: list[dict], ctx: CardContext) -> list[str]:
+        return ["ExecuTorch: load the `.pte` with `executorch.runtime` (XNNPACK files) or the ExecuTorch WebGPU runtime "
+                "(WebGPU/Vulkan-delegated files, which the Python runtime cannot run).", ""]
+
+    def card_delegation(self, entry: dict) -> str:
+        d, b = entry["delegation"], entry["backend"]
+        return (f"{b}: all {d['delegated_nodes']} nodes delegated" if d["fully_delegated"] else
+                f"{b}: {d['delegated_nodes']} delegated, {d['non_delegated_nodes']} on portable kernels")
+
+
+FORMAT = ExecuTorch()

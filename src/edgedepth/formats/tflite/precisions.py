@@ -25,11 +25,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from ..errors import EdgedepthError
-from ..fsutil import write_bytes_atomic
-from ..images import default_image_set
-from ..preprocess import preprocess
-from ..progress import quiet_output as _quiet
+from ...errors import EdgedepthError
+from ...fsutil import write_bytes_atomic
+from ...images import default_image_set
+from ...preprocess import preprocess
+from ...progress import quiet_output as _quiet
 
 INT4_BLOCK = 32             # FULLY_CONNECTED input-dim block of the int4 file (divides 384, 1536 and tiny's 32)
 CALIBRATION_VIEW = "full"   # one view per bundled photo

@@ -17,8 +17,8 @@ import json
 
 import numpy as np
 
-from .errors import EdgedepthError
-from .fsutil import atomic_path
+from ...errors import EdgedepthError
+from ...fsutil import atomic_path
 
 
 STRIPPED_KEY = "edgedepth_stripped_tensors"

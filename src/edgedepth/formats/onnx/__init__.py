@@ -22,26 +22,26 @@ A runtime that is not installed is a one-line error, not a traceback.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 
 import numpy as np
 
-from .. import interrupt, runtimes
-from ..errors import EdgedepthError
-from ..fsutil import atomic_path, write_bytes_atomic
-from ..models import DEFAULT_STEM
-from ..preprocess import DEFAULT_SIZE, parse_size
-from ..progress import quiet_output as _quiet
+from ... import interrupt, runtimes
+from ...errors import EdgedepthError
+from ...fsutil import atomic_path, write_bytes_atomic
+from ...models import DEFAULT_STEM
+from ...preprocess import DEFAULT_SIZE, parse_size
+from ...progress import quiet_output as _quiet
+from ..base import CardContext, CliOption, Exported, Format, ReleaseStep, recipe_field
+from .hub_files import (CONFIG, ONNX_LAYOUT as HUB_LAYOUT, PREPROCESSOR_CONFIG, TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE,
+                        config_json, preprocessor_config_json)
 
 OPSET = 18
 INPUT_NAME = "pixel_values"
 OUTPUT_NAME = "predicted_depth"
 PRECISIONS = ("fp32", "fp16", "int8")
 BACKENDS = ("cpu", "openvino")
-# A release's ONNX files in onnx-community's layout (what transformers.js and the Hub's tooling look for), and the
-# transformers.js dtype that picks each.
-HUB_LAYOUT = {"fp32": "onnx/model.onnx", "fp16": "onnx/model_fp16.onnx", "int8": "onnx/model_quantized.onnx"}
-TRANSFORMERS_JS_DTYPE = {"fp32": "fp32", "fp16": "fp16", "int8": "q8"}
 # Rewrites kept for ONNX (benchmarks/onnx_rewrites.py -> results/onnx_rewrites.json, cumulative prefixes in ONNX Runtime,
 # one interleaved run): drop_attention_mask is the win (0.64x plain on the AVX2 EPYC); the rest are exact and equal
 # within noise, and fuse_qkv leaves the smallest graph (397 nodes).  The LayerNorm reformulations made for LiteRT add
@@ -382,61 +382,130 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[i
     return runtimes.open_runner("onnx", backend, path, threads, size=hw, free_dims=free)
 
 
-def export_model(model, height: int, width: int, out_dir: str, *, precisions=("fp32", "fp16", "int8"),
-                 rewrites="default", backends=None, verbose: bool = False, progress=None, names: dict | None = None,
-                 stem: str = DEFAULT_STEM, dynamic: bool = False):
-    """:func:`edgedepth.formats.export` for ONNX: prepare (ONNX's default rewrites) -> FP32 -> INT8; FP16 from the same
-    rewrites plus ``fp16_safe`` (activations rescaled by exact powers of two to fit float16; the plain export has none).
-    ``dynamic``: symbolic H and W (default rewrites :data:`DYNAMIC_REWRITES`; fp16_safe's plan is probed at
-    ``height`` x ``width``); the file records ``height`` x ``width`` as the size edgedepth runs it at.
-    """
-    from ..rewrites import prepare
-    from . import Exported
-
-    if backends:
-        raise EdgedepthError("ONNX files take no export backend (ONNX Runtime or OpenVINO run the same file)")
-    bad = [p for p in precisions if p not in PRECISIONS]
-    if bad or not precisions:
-        raise EdgedepthError(f"precision {', '.join(bad) or '(none)'}: ONNX files are {', '.join(PRECISIONS)}")
-    _need("onnxscript", "onnxscript")
-    if {"fp16", "int8"} & set(precisions):
-        _need("onnxruntime", "onnxruntime")  # before any file is written: no FP32 file left behind by a later failure
-    progress = progress or (lambda stage: None)
-    progress("rewrites" if rewrites else "rewrites: off (plain)")
-    chosen = list(DYNAMIC_REWRITES if dynamic else DEFAULT_REWRITES) if rewrites == "default" else list(rewrites or ())
-    if dynamic and "freeze_position_embedding" in chosen:
-        raise EdgedepthError("freeze_position_embedding fixes one input size: it cannot go into a dynamic-size file")
-    if dynamic and "symbolic_output_size" not in chosen:
-        chosen.append("symbolic_output_size")   # without it the map would have the trace size (a wrong file)
-    module, report = prepare(model, height, width, chosen)
-    applied = [r["name"] for r in report if r["changed"]]
-    fp16_module, fp16_applied = None, applied
-    if "fp16" in precisions and chosen and "fp16_safe" not in chosen:
-        fp16_module, rep16 = prepare(model, height, width, chosen + ["fp16_safe"])
-        fp16_applied = [r["name"] for r in rep16 if r["changed"]]
-    paths = export(module, height, width, out_dir, precisions, plain=not chosen,
-                   verbose=verbose, progress=progress, names=names, fp16_module=fp16_module, stem=stem, dynamic=dynamic)
-    return [Exported(path, "onnx", precision, None, fp16_applied if precision == "fp16" else applied, {})
-            for precision, path in paths.items()]
+@dataclasses.dataclass(frozen=True)
+class RecipePart:
+    """The recipe's ``onnx`` section: precisions, written at the release's first size with dynamic H and W."""
+    precisions: tuple[str, ...]
 
 
-def release_entry(art, exported, size_text: str, io) -> dict:
-    """A release manifest's fields for a dynamic-size .onnx in the hub layout (``HUB_LAYOUT``)."""
-    info, precision = art.info, exported.precision
-    return {"format": "onnx", "runtime": "onnxruntime", "precision": precision, "size": size_text,
-            **io(*art.size, INPUT_NAME, OUTPUT_NAME), "opset": info["opset"],
-            "dynamic_size": "height and width: any multiples of 14 (size: the one verified and timed)",
-            "ops": info["ops"], "op_histogram": info["op_histogram"], "rewrites": exported.rewrites,
-            "quantization": {"int8": "onnxruntime quantize_dynamic (int8 weights, uint8 activations per call)",
-                             "fp16": "onnxruntime float16 converter (weights and compute; float32 I/O kept)"}
-            .get(precision),
-            "recommended_runtime_options": {
-                "onnxruntime": "CPUExecutionProvider, intra_op_num_threads = number of big cores",
-                "openvino": "CPU, INFERENCE_PRECISION_HINT f32 (else bf16 on AMX CPUs)",
-                "transformers.js": f"dtype {TRANSFORMERS_JS_DTYPE[precision]}; this folder's "
-                                   "preprocessor_config.json (518 px, aspect ratio kept, multiples of 14)"}}
+class Onnx(Format):
+    name, suffix, target_name, title = "onnx", ".onnx", "onnx", "ONNX"
+    precisions, default_precisions = PRECISIONS, PRECISIONS
+    dynamic_size, hub_layout, browser_runtime = True, True, "ONNX Runtime Web"
+    notice = ("- exported to ONNX (onnx/) with torch.onnx; FP16 with onnxruntime's float16 converter, INT8 with\n"
+              "  onnxruntime quantize_dynamic;\n")
+    side_files = ((CONFIG, "transformers config"), (PREPROCESSOR_CONFIG, "preprocessor config"))
+    cli_options = (CliOption("--dynamic-size", dict(action="store_true", default=False,
+                                                    help="ONNX: height and width symbolic (any multiples of 14, "
+                                                         "what transformers.js needs); --size is then the size it "
+                                                         "is checked and run at by edgedepth")),)
+
+    check, describe, format_text = staticmethod(check), staticmethod(describe), staticmethod(format_text)
+
+    def open_runner(self, path: str, backend: str = "cpu", threads: int = 2, size=None):
+        return open_runner(path, backend, threads, size=size)
+
+    def export_stages(self, precisions, options: dict) -> int:
+        return 2 + sum(p != "fp32" for p in precisions)
+
+    def export(self, model, height: int, width: int, out_dir: str, *, precisions=("fp32", "fp16", "int8"),
+               rewrites="default", verbose: bool = False, progress=None, stem: str = DEFAULT_STEM,
+               dynamic_size: bool = False, names: dict | None = None) -> list[Exported]:
+        """Prepare (ONNX's default rewrites) -> FP32 -> INT8; FP16 from the same rewrites plus ``fp16_safe``
+        (activations rescaled by exact powers of two to fit float16; the plain export has none).  ``dynamic_size``:
+        symbolic H and W (default rewrites :data:`DYNAMIC_REWRITES`; fp16_safe's plan is probed at ``height`` x
+        ``width``); the file records ``height`` x ``width`` as the size edgedepth runs it at."""
+        from ...rewrites import prepare
+
+        dynamic = dynamic_size
+        bad = [p for p in precisions if p not in PRECISIONS]
+        if bad or not precisions:
+            raise EdgedepthError(f"precision {', '.join(bad) or '(none)'}: ONNX files are {', '.join(PRECISIONS)}")
+        _need("onnxscript", "onnxscript")
+        if {"fp16", "int8"} & set(precisions):
+            _need("onnxruntime", "onnxruntime")  # before any file is written: no FP32 file left behind later
+        progress = progress or (lambda stage: None)
+        progress("rewrites" if rewrites else "rewrites: off (plain)")
+        chosen = (list(DYNAMIC_REWRITES if dynamic else DEFAULT_REWRITES) if rewrites == "default"
+                  else list(rewrites or ()))
+        if dynamic and "freeze_position_embedding" in chosen:
+            raise EdgedepthError("freeze_position_embedding fixes one input size: it cannot go into a dynamic-size "
+                                 "file")
+        if dynamic and "symbolic_output_size" not in chosen:
+            chosen.append("symbolic_output_size")   # without it the map would have the trace size (a wrong file)
+        module, report = prepare(model, height, width, chosen)
+        applied = [r["name"] for r in report if r["changed"]]
+        fp16_module, fp16_applied = None, applied
+        if "fp16" in precisions and chosen and "fp16_safe" not in chosen:
+            fp16_module, rep16 = prepare(model, height, width, chosen + ["fp16_safe"])
+            fp16_applied = [r["name"] for r in rep16 if r["changed"]]
+        paths = export(module, height, width, out_dir, precisions, plain=not chosen, verbose=verbose,
+                       progress=progress, names=names, fp16_module=fp16_module, stem=stem, dynamic=dynamic)
+        return [Exported(path, "onnx", precision, None, fp16_applied if precision == "fp16" else applied, {})
+                for precision, path in paths.items()]
+
+    def recipe_part(self, section: dict, where: str) -> RecipePart:
+        precisions = tuple(recipe_field(section, "precisions", list, where))
+        if not precisions or [p for p in precisions if p not in PRECISIONS]:
+            raise EdgedepthError(f"recipe {where}: onnx precisions {list(precisions)} (choose from {PRECISIONS})")
+        return RecipePart(precisions)
+
+    def release_stages(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> int:
+        return 1 + len(part.precisions) * gate
+
+    def release_files(self, part: RecipePart, rs: ReleaseStep) -> tuple[list[dict], dict]:
+        """Files with dynamic height and width in the onnx-community / transformers.js layout (``HUB_LAYOUT``, with
+        ``config.json`` and ``preprocessor_config.json``), parity-gated on ONNX Runtime (CPU) at the release's first
+        size (the size the files record as edgedepth's)."""
+        import shutil
+
+        text = rs.sizes[0]
+        h, w = parse_size(text)
+        rs.step(f"ONNX {text}: {', '.join(part.precisions)}")
+        work = os.path.join(rs.staging, ".onnx-export")
+        files = self.export(rs.ckpt.model, h, w, work, precisions=part.precisions, dynamic_size=True)
+        entries = []
+        for f in files:
+            rel = HUB_LAYOUT[f.precision]
+            os.makedirs(os.path.dirname(os.path.join(rs.staging, rel)), exist_ok=True)
+            os.replace(f.path, os.path.join(rs.staging, rel))
+            entries.append(rs.entry(os.path.join(rs.staging, rel), f, text, rel=rel))
+        shutil.rmtree(work, ignore_errors=True)
+        rs.write_text(CONFIG, config_json(rs.ckpt.model))
+        rs.write_text(PREPROCESSOR_CONFIG, preprocessor_config_json())
+        return entries, {}
+
+    def release_entry(self, art, exported: Exported, size_text: str, io) -> dict:
+        """A dynamic-size .onnx in the hub layout."""
+        info, precision = art.info, exported.precision
+        return {"format": "onnx", "runtime": "onnxruntime", "precision": precision, "size": size_text,
+                **io(*art.size, INPUT_NAME, OUTPUT_NAME), "opset": info["opset"],
+                "dynamic_size": "height and width: any multiples of 14 (size: the one verified and timed)",
+                "ops": info["ops"], "op_histogram": info["op_histogram"], "rewrites": exported.rewrites,
+                "quantization": {"int8": "onnxruntime quantize_dynamic (int8 weights, uint8 activations per call)",
+                                 "fp16": "onnxruntime float16 converter (weights and compute; float32 I/O kept)"}
+                .get(precision),
+                "recommended_runtime_options": {
+                    "onnxruntime": "CPUExecutionProvider, intra_op_num_threads = number of big cores",
+                    "openvino": "CPU, INFERENCE_PRECISION_HINT f32 (else bf16 on AMX CPUs)",
+                    "transformers.js": f"dtype {TRANSFORMERS_JS_DTYPE[precision]}; this folder's "
+                                       "preprocessor_config.json (518 px, aspect ratio kept, multiples of 14)"}}
+
+    card_order = 1
+
+    def card_delegation(self, entry: dict) -> str:
+        return "runtime's choice (ONNX Runtime / OpenVINO / transformers.js)"
+
+    def card_how_to(self, files: list[dict], ctx: CardContext) -> list[str]:
+        from .card import js_block, onnx_blocks
+
+        return onnx_blocks(files, ctx.metric) + js_block(ctx.name, files)
+
+    def card_sizes_note(self, files: list[dict]) -> str:
+        dyn = [f for f in files if f.get("dynamic_size")]
+        return (f" The ONNX files take any H and W that are multiples of 14 (verified and timed at {dyn[0]['size']}); "
+                f"upstream's processor (`preprocessor_config.json`) keeps the photo's aspect ratio, brings one side to "
+                f"{UPSTREAM_SIDE} and rounds both to multiples of 14 (a 640×480 photo: 518×686).") if dyn else ""
 
 
-def runs_here(exported) -> bool:
-    """Whether this machine's Python runtime runs the file (the release's parity gate): every .onnx."""
-    return True
+FORMAT = Onnx()

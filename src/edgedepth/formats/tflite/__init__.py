@@ -1,6 +1,6 @@
 """LiteRT ``.tflite`` format: look inside (ops, I/O, weights, FC variants; schema bindings from ai_edge_litert), a GPU
 check, the runner, and the export target: module -> ``.tflite`` (litert-torch), then the precision ladder from that FP32 file
-(:mod:`.tflite_precisions`: fp16, int8, int4, static-int8, a16w8 through ai-edge-quantizer recipes).
+(:mod:`.precisions`: fp16, int8, int4, static-int8, a16w8 through ai-edge-quantizer recipes).
 
 Signature of every file: ``serving_default(args_0: float32[1,3,H,W]) -> output_0: float32[1,H,W]``.
 Files are written via temp + rename; a failed export leaves no partial file.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -20,16 +21,17 @@ import tempfile
 
 import numpy as np
 
-from .. import interrupt, runtimes
-from ..errors import EdgedepthError
-from ..fsutil import write_bytes_atomic
-from ..models import DEFAULT_STEM
-from ..preprocess import MEAN, STD
-from ..progress import quiet_output as _quiet
-from ..runtimes import native_log_captured
-from ..runtimes.litert import GPU_OPTIONS
-from ..runtimes.vulkan import vulkan_env
-from .tflite_precisions import LADDER, calibration_inputs, quantize
+from ... import interrupt, runtimes
+from ...errors import EdgedepthError
+from ...fsutil import write_bytes_atomic
+from ...models import DEFAULT_STEM
+from ...preprocess import MEAN, STD, parse_size
+from ...progress import quiet_output as _quiet
+from ...runtimes import native_log_captured
+from ...runtimes.litert import GPU_OPTIONS
+from ...runtimes.vulkan import vulkan_env
+from ..base import CardContext, CliOption, Exported, Format, ReleaseStep, recipe_field
+from .precisions import LADDER, calibration_inputs, quantize
 
 
 def _schema():
@@ -444,40 +446,127 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2):
     return runtimes.open_runner("tflite", backend, path, threads)
 
 
-def export_model(model, height: int, width: int, out_dir: str, *, precisions=DEFAULT_PRECISIONS, rewrites="default",
-                 backends=None, verbose: bool = False, progress=None, stem: str = DEFAULT_STEM,
-                 input_dtype: str = "float32"):
-    """:func:`edgedepth.formats.export` for LiteRT: prepare (rewrites) -> FP32 -> the other precisions; ``[Exported]``."""
-    from ..rewrites import prepare
-    from . import Exported
-
-    if backends:
-        raise EdgedepthError("LiteRT files take no export backend (the runtime chooses CPU or GPU)")
-    bad = [p for p in precisions if p not in PRECISIONS]
-    if bad or not precisions:
-        raise EdgedepthError(f"precision {', '.join(bad) or '(none)'}: LiteRT files are {', '.join(PRECISIONS)}")
-    progress = progress or (lambda stage: None)
-    progress("rewrites" if rewrites else "rewrites: off (plain)")
-    module, report = prepare(model, height, width, rewrites)
-    applied = [r["name"] for r in report if r["changed"]]
-    paths = export(module, height, width, out_dir, precisions, plain=not rewrites, verbose=verbose, progress=progress,
-                   stem=stem, input_dtype=input_dtype)
-    return [Exported(path, "tflite", precision, None, applied, {}) for precision, path in paths.items()]
+def _delegation(entry: dict) -> str:
+    return {True: "yes", False: "**no**", None: "not checked"}[entry.get("gpu_fully_delegated")]
 
 
-def release_entry(art, exported, size_text: str, io) -> dict:
-    """A release manifest's fields for a .tflite (``art``: the opened file, ``exported``: what export said of it;
-    ``io(h, w, ..., input_dtype=)``: the I/O contract); uint8-input files say so in their I/O."""
-    info, precision = art.info, exported.precision
-    return {"format": "tflite", "runtime": "litert", "precision": precision, "size": size_text,
-            **io(*art.size, input_dtype=info["inputs"][0]["dtype"]), "ops": info["ops"],
-            "op_histogram": info["op_histogram"],
-            "recommended_runtime_options": {
-                "gpu": {"accelerator": "GPU", "enforce_f32": True, **GPU_OPTIONS},
-                "cpu": {"accelerator": "CPU", "num_threads": "number of big cores"}},
-            "quantization": LADDER[precision].summary if precision != "fp32" else None}
+@dataclasses.dataclass(frozen=True)
+class RecipePart:
+    """The recipe's ``litert`` section: precisions at every size, and those also written at the first size taking
+    uint8 pixels (the GPU files)."""
+    precisions: tuple[str, ...]
+    pixel_input: tuple[str, ...] = ()
 
 
-def runs_here(exported) -> bool:
-    """Whether this machine's Python runtime runs the file (the release's parity gate): every .tflite."""
-    return True
+class LiteRT(Format):
+    name, suffix, target_name, title = "tflite", ".tflite", "litert", "LiteRT"
+    precisions, default_precisions = PRECISIONS, DEFAULT_PRECISIONS
+    has_gpu_check, browser_runtime = True, "LiteRT.js"
+    recipe_required = True
+    notice = ("- converted from PyTorch to LiteRT (.tflite) with litert-torch; INT8 files quantised with "
+              "ai-edge-quantizer\n  (dynamic_wi8_afp32: int8 weights, float activations);\n")
+    cli_options = (
+        CliOption("--fp16-safe", dict(action="store_true", default=False,
+                                      help="LiteRT: also rescale activations by exact powers of two so they fit FP16 "
+                                           "(for gpu-fp16)")),
+        CliOption("--input-dtype", dict(default="float32", choices=list(INPUT_DTYPES),
+                                        help="uint8: the .tflite takes resized RGB pixels [1,3,H,W] and normalises in "
+                                             "the graph (fp32/fp16; saves the GPU ~1.4 ms per call of input upload on "
+                                             "the H200); default: %(default)s")),
+    )
+
+    check, describe, format_text = staticmethod(check), staticmethod(describe), staticmethod(format_text)
+
+    def open_runner(self, path: str, backend: str = "cpu", threads: int = 2, size=None):
+        return open_runner(path, backend, threads)
+
+    def gpu_check(self, path: str, info: dict, **kw) -> dict:
+        return gpu_check(path, info=info, **kw)
+
+    def check_options(self, precisions, options: dict) -> None:
+        super().check_options(precisions, options)
+        if options.get("input_dtype", "float32") != "float32" and not set(precisions) <= set(PIXEL_INPUT_PRECISIONS):
+            raise EdgedepthError(f"--input-dtype {options['input_dtype']} is for LiteRT float files: use "
+                                 f"--target litert --precision {','.join(PIXEL_INPUT_PRECISIONS)}")
+
+    def export_stages(self, precisions, options: dict) -> int:
+        # rewrites + the FP32 conversion (always: the other precisions are made from it) + one per other precision
+        return 2 + sum(p != "fp32" for p in precisions) + int(needs_calibration(precisions))
+
+    def export(self, model, height: int, width: int, out_dir: str, *, precisions=DEFAULT_PRECISIONS,
+               rewrites="default", verbose: bool = False, progress=None, stem: str = DEFAULT_STEM,
+               input_dtype: str = "float32", fp16_safe: bool = False) -> list[Exported]:
+        """Prepare (rewrites; ``fp16_safe``: the defaults plus fp16_safe) -> FP32 -> the other precisions."""
+        from ...rewrites import default_names, prepare
+
+        bad = [p for p in precisions if p not in PRECISIONS]
+        if bad or not precisions:
+            raise EdgedepthError(f"precision {', '.join(bad) or '(none)'}: LiteRT files are {', '.join(PRECISIONS)}")
+        if fp16_safe:
+            rewrites = default_names(model) + ["fp16_safe"]
+        progress = progress or (lambda stage: None)
+        progress("rewrites" if rewrites else "rewrites: off (plain)")
+        module, report = prepare(model, height, width, rewrites)
+        applied = [r["name"] for r in report if r["changed"]]
+        paths = export(module, height, width, out_dir, precisions, plain=not rewrites, verbose=verbose,
+                       progress=progress, stem=stem, input_dtype=input_dtype)
+        return [Exported(path, "tflite", precision, None, applied, {}) for precision, path in paths.items()]
+
+    def recipe_part(self, section: dict, where: str) -> RecipePart:
+        precisions = tuple(recipe_field(section, "precisions", list, where))
+        bad = [p for p in precisions if p not in PRECISIONS]
+        if bad:
+            raise EdgedepthError(f"recipe {where}: litert precision(s) {bad} unknown (choose from {PRECISIONS})")
+        pixel = tuple(section.get("pixel_input", []))
+        if [p for p in pixel if p not in PIXEL_INPUT_PRECISIONS]:
+            raise EdgedepthError(f"recipe {where}: litert pixel_input {list(pixel)} (choose from "
+                                 f"{PIXEL_INPUT_PRECISIONS}: float files, for the GPU)")
+        return RecipePart(precisions, pixel)
+
+    def release_stages(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> int:
+        n = len(sizes) * (1 + len(part.precisions) * (gpu_check + gate))
+        return n + (1 + len(part.pixel_input) * (gpu_check + gate) if part.pixel_input else 0)
+
+    def release_files(self, part: RecipePart, rs: ReleaseStep) -> tuple[list[dict], dict]:
+        """The .tflite files of every size (+ the uint8-input GPU files at the first size), GPU-checked and
+        parity-gated as they are made."""
+        entries, rewrite_reports = [], {}
+        for text in rs.sizes:
+            h, w = parse_size(text)
+            rs.step(f"rewrites + export {text}")
+            files = self.export(rs.ckpt.model, h, w, rs.staging, precisions=part.precisions, rewrites=rs.rewrites,
+                                stem=rs.ckpt.file_stem)
+            rewrite_reports[text] = files[0].rewrites
+            if part.pixel_input and text == rs.sizes[0]:   # the GPU files: uint8 pixels in
+                rs.step(f"rewrites + export {text}, uint8 pixel input")
+                files += self.export(rs.ckpt.model, h, w, rs.staging, precisions=part.pixel_input,
+                                     rewrites=rs.rewrites, stem=rs.ckpt.file_stem, input_dtype="uint8")
+            entries += [rs.entry(f.path, f, text, gpu_check=rs.gpu_check) for f in files]
+        return entries, rewrite_reports
+
+    def release_entry(self, art, exported: Exported, size_text: str, io) -> dict:
+        """uint8-input files say so in their I/O."""
+        info, precision = art.info, exported.precision
+        return {"format": "tflite", "runtime": "litert", "precision": precision, "size": size_text,
+                **io(*art.size, input_dtype=info["inputs"][0]["dtype"]), "ops": info["ops"],
+                "op_histogram": info["op_histogram"],
+                "recommended_runtime_options": {
+                    "gpu": {"accelerator": "GPU", "enforce_f32": True, **GPU_OPTIONS},
+                    "cpu": {"accelerator": "CPU", "num_threads": "number of big cores"}},
+                "quantization": LADDER[precision].summary if precision != "fp32" else None}
+
+    def card_delegation(self, entry: dict) -> str:
+        return _delegation(entry)
+
+    def card_how_to(self, files: list[dict], ctx: CardContext) -> list[str]:
+        from .card import how_to
+
+        return ["LiteRT, Python ([`ai-edge-litert`](https://pypi.org/project/ai-edge-litert/)), on the CPU or, with "
+                "`USE_GPU = True`, the GPU:", "", *how_to(ctx.example, ctx.metric), "",
+                "Browser ([`@litertjs/core`](https://www.npmjs.com/package/@litertjs/core)): `loadLiteRt(wasmDir)`, "
+                "then `loadAndCompile(bytes, {accelerator: 'webgpu'})` (or `'wasm'`) and `model.run(tensor)`; verify "
+                "each file's SHA-256 against `manifest.json` before use. `edgedepth serve .` runs a playground that "
+                "does exactly this.", ""]
+
+
+FORMAT = LiteRT()

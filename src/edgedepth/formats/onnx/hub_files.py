@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 
-from ..formats import onnx
-from ..preprocess import MEAN, PATCH, STD
+from ...preprocess import MEAN, PATCH, STD
 
 CONFIG = "config.json"
 PREPROCESSOR_CONFIG = "preprocessor_config.json"
-ONNX_LAYOUT = onnx.HUB_LAYOUT          # the onnx/ names, and the dtype that picks each (edgedepth.formats.onnx)
-TRANSFORMERS_JS_DTYPE = onnx.TRANSFORMERS_JS_DTYPE
+# A release's ONNX files in onnx-community's layout (what transformers.js and the Hub's tooling look for), and the
+# transformers.js dtype that picks each.
+ONNX_LAYOUT = {"fp32": "onnx/model.onnx", "fp16": "onnx/model_fp16.onnx", "int8": "onnx/model_quantized.onnx"}
+TRANSFORMERS_JS_DTYPE = {"fp32": "fp32", "fp16": "fp16", "int8": "q8"}
 ARCHITECTURE = "DepthAnythingForDepthEstimation"
 UPSTREAM_SIDE = 518     # the checkpoints' processor: size 518x518 with keep_aspect_ratio and ensure_multiple_of 14
 

@@ -1,0 +1,195 @@
+"""What every model-file format is: a :class:`Format` subclass in its own package (``formats/<name>/``), listed once in
+``edgedepth.formats.FORMATS``.  The class owns everything about its kind of file: names, precisions, the look inside
+(check, describe, text), its runners (through ``edgedepth.runtimes``), export, its recipe section, its release files
+and manifest fields, its model-card cells, its browser runtime and its export command-line options.  Callers ask the
+class; nothing outside ``formats/`` switches on a format's name (tests/test_architecture.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any, Callable
+
+from .. import runtimes
+from ..errors import EdgedepthError
+from ..preprocess import parse_size
+
+
+@dataclasses.dataclass
+class Exported:
+    """One file written by an export."""
+
+    path: str
+    format: str                 # Format.name
+    precision: str
+    backend: str | None         # ExecuTorch backend; None for LiteRT (the runtime picks CPU/GPU)
+    rewrites: list[str]         # rewrites that changed something, in the order run
+    stats: dict                 # format-specific export facts (e.g. ExecuTorch delegation counts)
+
+
+@dataclasses.dataclass(frozen=True)
+class CliOption:
+    """An export option only one format takes: added to ``edgedepth export`` once; ``default`` is "not given"."""
+
+    flag: str
+    kwargs: dict
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseStep:
+    """What a format's release step gets from the build (``edgedepth.release.build``): the checkpoint, the staging
+    folder, the recipe's sizes, the progress ``step``, ``entry(path, exported, size_text, rel=None, gpu_check=False)``
+    (opens, GPU-checks, parity-gates the file and returns its manifest entry) and ``write_text(rel, text)``."""
+
+    ckpt: Any
+    staging: str
+    sizes: tuple[str, ...]
+    rewrites: str
+    step: Callable[[str], None]
+    entry: Callable[..., dict]
+    write_text: Callable[[str, str], None]
+    gpu_check: bool
+
+
+def list_option(flag: str, text: str, allowed) -> list[str]:
+    """A comma-separated command-line option checked against ``allowed`` (deduplicated, order kept)."""
+    items = [p.strip().lower() for p in text.split(",") if p.strip()]
+    bad = [p for p in items if p not in allowed]
+    if bad or not items:
+        raise EdgedepthError(f"{flag} {text!r}: choose from {', '.join(allowed)} (comma-separated)")
+    return list(dict.fromkeys(items))
+
+
+def check_sizes(field: str, sizes) -> None:
+    """A recipe's list of "HxW" sizes: one-line errors for none or for anything not HxW in multiples of 14."""
+    if not sizes:
+        raise EdgedepthError(f"recipe field {field!r} lists no size")
+    for s in sizes:
+        parse_size(s)
+
+
+def normalise_lines(n: dict, target: str) -> list[str]:
+    """Python lines: ``img`` (PIL RGB) -> float32 ``x`` [1, 3, H, W] as the files expect (bicubic, /255, mean/std)."""
+    return [f"x = np.asarray(img.resize({target}, Image.Resampling.BICUBIC), np.float32) / 255",
+            f"x = (x - {n['mean']}) / {n['std']}  # ImageNet mean and std",
+            "x = np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)  # NCHW [1, 3, H, W]"]
+
+
+def recipe_field(d: dict, key: str, kind, where: str):
+    """``d[key]``, checked to be a ``kind``; one-line errors naming the recipe and the field."""
+    if key not in d:
+        raise EdgedepthError(f"recipe {where}: missing field {key!r}")
+    if not isinstance(d[key], kind):
+        raise EdgedepthError(f"recipe {where}: field {key!r} should be {getattr(kind, '__name__', kind)}")
+    return d[key]
+
+
+@dataclasses.dataclass(frozen=True)
+class CardContext:
+    """What a format's model-card snippets read besides its own manifest entries."""
+
+    name: str                   # the release's name (the folder transformers.js loads)
+    metric: bool                # depth in metres (else relative)
+    example: dict | None        # the card's example file: the FP32 float-input .tflite of the first size
+
+
+class Format:
+    """A model-file format (subclass per package; one instance in ``FORMATS``)."""
+
+    name: str = ""                      # manifest "format" and the package's name: "tflite", "pte", "onnx"
+    suffix: str = ""                    # ".tflite"
+    target_name: str = ""               # `export --target` and the recipe section: "litert", "executorch", "onnx"
+    title: str = ""                     # in prose: "LiteRT"
+    precisions: tuple[str, ...] = ()
+    default_precisions: tuple[str, ...] = ()
+    has_gpu_check: bool = False         # compiles on LiteRT's GPU accelerator to check delegation
+    dynamic_size: bool = False          # export can leave height/width symbolic (--dynamic-size)
+    export_backends: tuple[str, ...] = ()   # what export's `backends` may name (ExecuTorch delegates); () = none
+    browser_runtime: str | None = None  # the playground's runtime for it, if any
+    notice: str = ""                    # its "Modifications" lines in a release's NOTICE (present files only)
+    hub_layout: bool = False            # release files in the onnx-community layout (ORT / OpenVINO / transformers.js)
+    recipe_required: bool = False       # a recipe must have its section
+    side_files: tuple[tuple[str, str], ...] = ()   # (file name, manifest "format") of text files its release writes
+    cli_options: tuple[CliOption, ...] = ()        # its own `edgedepth export` options
+
+    # -- the file ---------------------------------------------------------------------------------------------------
+    @property
+    def backends(self) -> tuple[str, ...]:
+        """The --backend values its files run on here (edgedepth.runtimes.RUNTIMES)."""
+        return runtimes.backends_of(self.name)
+
+    def check(self, path: str):
+        raise NotImplementedError
+
+    def describe(self, path: str) -> dict:
+        raise NotImplementedError
+
+    def format_text(self, info: dict) -> str:
+        raise NotImplementedError
+
+    def open_runner(self, path: str, backend: str = "cpu", threads: int = 2, size: tuple[int, int] | None = None):
+        raise NotImplementedError
+
+    def gpu_check(self, path: str, info: dict, **kw) -> dict | None:
+        """Compile on the GPU accelerator alone (child process); None for formats without a GPU check here."""
+        return None
+
+    # -- export -----------------------------------------------------------------------------------------------------
+    def export_options(self, args: argparse.Namespace) -> dict:
+        """Its own options' values from the export command line (only the ones given)."""
+        return {o.dest: getattr(args, o.dest) for o in self.cli_options
+                if getattr(args, o.dest, o.kwargs.get("default")) != o.kwargs.get("default")}
+
+    def check_options(self, precisions, options: dict) -> None:
+        """One-line error for options this format does not take (before a checkpoint is loaded)."""
+        unknown = set(options) - {o.dest for o in self.cli_options}
+        if unknown:
+            raise EdgedepthError(f"{self.title} files take no {', '.join(sorted(unknown))} option")
+
+    def export_stages(self, precisions, options: dict) -> int:
+        """How many progress stages :meth:`export` reports (the CLI's bar total)."""
+        raise NotImplementedError
+
+    def export(self, model, height: int, width: int, out_dir: str, *, precisions, rewrites="default",
+               verbose: bool = False, progress=None, stem: str, **options) -> list[Exported]:
+        raise NotImplementedError
+
+    # -- a release --------------------------------------------------------------------------------------------------
+    def recipe_part(self, section: dict, where: str):
+        """Its recipe section (``RECIPE[target_name]``) checked into an immutable value; one-line errors naming it."""
+        raise NotImplementedError
+
+    def release_stages(self, part, sizes, *, gate: bool, gpu_check: bool) -> int:
+        """How many times :meth:`release_files` calls ``step`` (the build's progress total)."""
+        raise NotImplementedError
+
+    def release_files(self, part, rs: ReleaseStep) -> tuple[list[dict], dict]:
+        """Export, check and gate its files for a release: (manifest entries, {size: rewrites applied})."""
+        raise NotImplementedError
+
+    def release_entry(self, art, exported: Exported, size_text: str, io) -> dict:
+        """Its manifest fields for one file (``io(h, w, ...)``: the I/O contract)."""
+        raise NotImplementedError
+
+    def runs_here(self, exported: Exported) -> bool:
+        """Whether this machine's Python runtime runs the file (the release's parity gate)."""
+        return True
+
+    card_order: int = 0                 # where its snippets come in the card's "How to run" (LiteRT's example first)
+
+    def card_delegation(self, entry: dict) -> str:
+        """The model card's "delegation" cell for one of its manifest entries."""
+        return ""
+
+    def card_how_to(self, files: list[dict], ctx: CardContext) -> list[str]:
+        """Its part of the card's "How to run" (Markdown lines; code blocks run as written in CI) for its entries."""
+        return []
+
+    def card_sizes_note(self, files: list[dict]) -> str:
+        """A sentence the card adds to its input sizes for its entries ("" for none)."""
+        return ""

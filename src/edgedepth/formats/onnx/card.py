@@ -1,0 +1,90 @@
+"""ONNX's how-to blocks in a release's model card (``edgedepth.release.modelcard``): ONNX Runtime, OpenVINO and
+transformers.js, runnable as written (CI runs every code block the card shows, tests/test_model_card.py)."""
+
+from __future__ import annotations
+
+from ..base import normalise_lines
+from .hub_files import TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE
+
+
+def onnx_blocks(onnx_files: list[dict], metric: bool) -> list[str]:
+    o = next((f for f in onnx_files if f["precision"] == "fp32"), onnx_files[0])
+    vh, vw = o["input"]["shape"][2:]
+    dyn = bool(o.get("dynamic_size"))
+    n = o["input"]["normalisation"]
+    opts = o.get("recommended_runtime_options") or {}
+    names = ", ".join(f"`{f['path']}` {f['precision'].upper()}" for f in onnx_files)
+    what = "metres" if metric else "relative inverse depth"
+    L = [f"ONNX (`onnx/`, the onnx-community / transformers.js layout: {names}): input `{o['input']['name']}` float32 "
+         f"`[1, 3, H, W]`, output `{o['output']['name']}` `[1, H, W]`, same normalisation; "
+         + (f"{o['dynamic_size']}, {o['size']} here." if dyn else f"a fixed size, {o['size']}.")]
+    if opts.get("onnxruntime") or opts.get("openvino"):
+        named = (("ONNX Runtime", opts.get("onnxruntime")), ("OpenVINO", opts.get("openvino")))
+        L[0] += " Runtime options (`manifest.json`): " + "; ".join(f"{k}: {v}" for k, v in named if v) + "."
+    L += ["", "ONNX Runtime" + (", at upstream's size for the photo:" if dyn else ":"), "", "```python",
+          "import numpy as np",
+          "import onnxruntime as ort",
+          "from PIL import Image", "",
+          "img = Image.open(\"photo.jpg\").convert(\"RGB\")"]
+    if dyn:
+        side = UPSTREAM_SIDE
+        L += [f"# upstream's sizing (preprocessor_config.json): of the two scales that bring a side to {side}, the one",
+              "# nearer 1 (aspect ratio kept), then both sides rounded to multiples of 14",
+              "w, h = img.size",
+              f"s = {side} / w if abs(1 - {side} / w) < abs(1 - {side} / h) else {side} / h",
+              f"H, W = round(h * s / 14) * 14, round(w * s / 14) * 14  # or the size verified here: H, W = {vh}, {vw}"]
+    else:
+        L += [f"H, W = {vh}, {vw}  # the files' fixed size"]
+    L += [*normalise_lines(n, "(W, H)"),
+          "so = ort.SessionOptions()",
+          "so.intra_op_num_threads = 4  # the number of big cores",
+          f"session = ort.InferenceSession(\"{o['path']}\", so, providers=[\"CPUExecutionProvider\"])",
+          f"depth = session.run(None, {{\"{o['input']['name']}\": x}})[0][0]  # [H, W], {what}",
+          "```", "",
+          "OpenVINO" + (" (CPU), at the verified size (a static shape: OpenVINO's fast path):" if dyn else " (CPU):"), "",
+          "```python",
+          "import numpy as np",
+          "import openvino as ov",
+          "from PIL import Image", "",
+          f"H, W = {vh}, {vw}" + ("  # any multiples of 14 work" if dyn else ""),
+          "core = ov.Core()",
+          f"model = core.read_model(\"{o['path']}\")"]
+    if dyn:
+        L += [f"model.reshape({{\"{o['input']['name']}\": [1, 3, H, W]}})"]
+    L += ["# f32: left to itself OpenVINO computes in bf16 on CPUs with AMX / AVX512-BF16",
+          "compiled = core.compile_model(model, \"CPU\", {\"INFERENCE_PRECISION_HINT\": \"f32\"})",
+          "img = Image.open(\"photo.jpg\").convert(\"RGB\")",
+          *normalise_lines(n, "(W, H)"),
+          f"depth = compiled(x)[0][0]  # [H, W], {what}",
+          "```", ""]
+    return L
+
+
+def js_block(name: str, onnx_files: list[dict]) -> list[str]:
+    dtypes = {TRANSFORMERS_JS_DTYPE[f["precision"]]: f["path"] for f in onnx_files
+              if f["precision"] in TRANSFORMERS_JS_DTYPE}
+    first = "fp32" if "fp32" in dtypes else next(iter(dtypes))
+    choice = ", ".join(f"'{d}' {p}" for d, p in dtypes.items())
+    return ["transformers.js (Node 18+; in a browser: the same calls, with `env.localModelPath` the URL the folder "
+            "is served under):", "",
+            "```js",
+            "// depth.mjs: run `node depth.mjs` in the directory that holds this folder (named",
+            f"// {name}) and photo.jpg, after `npm i @huggingface/transformers` there.",
+            "import { env, pipeline } from '@huggingface/transformers';", "",
+            "env.allowRemoteModels = false;  // local files only: nothing is downloaded",
+            "env.localModelPath = './';      // model ids are folders under the current directory",
+            f"// dtype: {choice}",
+            f"const estimator = await pipeline('depth-estimation', '{name}', {{ dtype: '{first}' }});",
+            "const { predicted_depth, depth } = await estimator('photo.jpg');",
+            "// predicted_depth: a Tensor [height, width] at the photo's size; depth: the same as an 8-bit grey "
+            "RawImage",
+            "await depth.save('depth.png');",
+            "```", "",
+            "transformers.js resizes with its own image library (sharp in Node, the canvas in a browser), not with "
+            "Pillow's bicubic like the Python snippets above and edgedepth, so its `pixel_values` differ from theirs "
+            "whenever the photo is resized (by a few per cent rel-L2 typically, more on strongly up- or downscaled "
+            "photos; measured in edgedepth's BENCHMARKS.md), and the depth maps differ accordingly. For the same "
+            "pixels, make `pixel_values` as the Python "
+            "snippets do and run the model on them: `const model = await AutoModelForDepthEstimation.from_pretrained("
+            f"'{name}', {{ dtype: '{first}' }}); const {{ predicted_depth }} = await model({{ pixel_values: new "
+            "Tensor('float32', data, [1, 3, H, W]) });` (predicted_depth `[1, H, W]`); or accept the difference.", ""]
