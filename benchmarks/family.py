@@ -25,7 +25,7 @@ Method:
     .venv/bin/python benchmarks/family.py build [--dir out/family] [--members a,b] [--force]   # ~20 min, Large ~7
     .venv/bin/python benchmarks/family.py cpu   [--images 11] [--members a,b]     # -> results/family.json, ~35 min
     .venv/bin/python benchmarks/family.py twins                                  # -> .dev/family_twins (24 MB)
-    device: carry [".dev/family_twins", ".whl", ".gl"], bash benchmarks/family_device.sh -> $OUT/family_h200.json
+    device: carry [".dev/family_twins", ".whl", ".gl"], bash benchmarks/devices/family_device.sh -> $OUT/family_h200.json
     .venv/bin/python benchmarks/family.py merge --h200 FILE                      # H200 rows into the same JSON
 """
 

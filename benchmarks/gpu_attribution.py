@@ -19,10 +19,10 @@ Whole-model variants (a second interleaved run): the shipped set (+ its dynamic-
 + unroll_heads, and the shipped set minus one rewrite at a time.
 
     .venv/bin/python benchmarks/gpu_attribution.py build     # here: converts, strips weights -> .dev/gpu_attr (~10 min)
-    bash benchmarks/gpu_device.sh                            # on the device: run --part pieces, run --part models
+    bash benchmarks/devices/gpu_device.sh                            # on the device: run --part pieces, run --part models
     .venv/bin/python benchmarks/gpu_attribution.py cpu       # here: the same rewrite sets on LiteRT CPU
 
-Weights travel stripped (``edgedepth.transport.strip``; a few MB in all) and are refilled there with seeded values
+Weights travel stripped (``edgedepth.formats.tflite.transport.strip``; a few MB in all) and are refilled there with seeded values
 (``transport.fill_float`` / ``fill_int8``): latency only.  Timing: ``run_interleaved`` (rounds x (warm-up + timed
 calls), order rotated), a call = input write + synchronous run + output read, each file on LiteRT's GPU accelerator
 with FP32 enforced and with the default precision (FP16 compute); a file not fully on the GPU, or with a non-finite
@@ -301,7 +301,7 @@ def model_variants(default: list[str]) -> dict[str, list[str]]:
 
 
 def build(args) -> None:
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
     from edgedepth.checkpoint import load_checkpoint
     from edgedepth.formats.tflite import describe, quantize_int8
     from edgedepth.models import DEPTH_ANYTHING_V2
@@ -378,7 +378,7 @@ def run(args) -> None:
     whole-model variant).  Each file is compiled once per mode (a LiteRT GPU environment is not cheap: creating ~70 of
     them twice crashed the driver) and checked (fully on the GPU, finite output) before the rounds start.  The two
     parts go into one JSON (``bench`` and ``bench_models``)."""
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
     from edgedepth.formats.tflite import gpu_check
     from edgedepth.runtimes.litert import LiteRTRunner
     from edgedepth.verify.bench import environment, run_interleaved

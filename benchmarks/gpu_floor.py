@@ -36,7 +36,7 @@ FILES = {"tiny [1,8] ADD": "call_tiny_x1", "token-sized ADD": "call_tokens_x1", 
          "shipped model": "model_shipped", "shipped model, uint8 input (--input-dtype uint8)": "model_shipped_u8in",
          "fp16 weights, float32 input (the WebGPU file until now)": "model_shipped_fp16",
          "fp16 weights, uint8 input (the release's WebGPU file)": "model_shipped_fp16_u8in"}
-# Made by `gpu_floor.py --build`: the I/O files travel as they are; the models stripped (edgedepth.transport), refilled
+# Made by `gpu_floor.py --build`: the I/O files travel as they are; the models stripped (edgedepth.formats.tflite.transport), refilled
 # there with seeded weights in their own type (FLOAT32 / FLOAT16).
 MODELS = {"model_shipped_u8in": ("fp32", "uint8"), "model_shipped_fp16": ("fp16", "float32"),   # (precision, input)
           "model_shipped_fp16_u8in": ("fp16", "uint8")}
@@ -119,7 +119,7 @@ def main() -> int:
         build(a.dir)
         return 0
 
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
     from edgedepth.fsutil import write_bytes_atomic
     from edgedepth.runtimes.litert import LiteRTRunner
     from edgedepth.verify.bench import environment
@@ -190,7 +190,9 @@ def main() -> int:
         print(lab, {p: round(v, 3) for p, v in out["files"][lab]["median_ms"].items()}, flush=True)
         r.close()
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    write_bytes_atomic(a.out, json.dumps(out, indent=1).encode())
+    from lib.records import attach as attach_records      # benchmarks/lib: the measurement records the release reads
+
+    write_bytes_atomic(a.out, json.dumps(attach_records(out, a.out), indent=1).encode())
     return 0
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from edgedepth.formats import tflite
 from edgedepth.fsutil import write_bytes_atomic
 from edgedepth.runtimes.vulkan import ensure_vulkan_env
-from edgedepth.transport import one_op_model
+from edgedepth.formats.tflite.transport import one_op_model
 from edgedepth.verify.parity import rel_l2
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))

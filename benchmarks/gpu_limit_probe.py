@@ -1,6 +1,6 @@
 """Where the compiled CUDA-graph row's time goes (issue 30): a torch.profiler kernel table of one compiled FP16-autocast
 call of the synthetic DA-V2-Small at 518x686 on the H200, next to the same graph with FP16 weights (``.half()``, no
-autocast) and with ``mode="max-autotune-no-cudagraphs"`` off.  Runs ON the device (see gpu_truth_device.sh ``probe``);
+autocast) and with ``mode="max-autotune-no-cudagraphs"`` off.  Runs ON the device (see devices/gpu_truth_device.sh ``probe``);
 writes $OUT/gpu_limit_probe.json.  Both timers (CUDA events, synchronised wall clock) per call, 20 warm-ups + 50 calls.
 """
 

@@ -5,10 +5,10 @@ Steps:
   device:  python3 benchmarks/gpu_options.py run        (one interleaved run; writes $OUT/gpu_options.json)
            python3 benchmarks/gpu_options.py compare    (the WebGPU file, chosen flags vs none, for the same call as
                                                          gpu_reference.py; writes $OUT/gpu_options_compare.json)
-  (benchmarks/gpu_truth_device.sh wraps both device calls.)
+  (benchmarks/devices/gpu_truth_device.sh wraps both device calls.)
 
 What travels (64 MiB per call): the release's 518x686 INT8 file as is, its FP32 file stripped of its weights (rebuilt
-there from the INT8 file: the originals rounded to 8 bits, edgedepth.transport.rebuild) and the WebGPU file
+there from the INT8 file: the originals rounded to 8 bits, edgedepth.formats.tflite.transport.rebuild) and the WebGPU file
 (``_fp16_u8in``) stripped (refilled there with seeded fp16 values, transport.fill_float: same graph, ops and kernels).
 
 Method (``run``): variants = file x precision (``enforce_f32`` on = "fp32", off = LiteRT's default, which may compute in
@@ -47,7 +47,7 @@ CRASHER = "constant_tensor_sharing"
 
 
 def prepare(release: str) -> None:
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
     from edgedepth.images import source_files
 
     shutil.rmtree(DEV, ignore_errors=True)
@@ -63,7 +63,7 @@ def prepare(release: str) -> None:
 
 def materialise() -> dict:
     """The three GPU-facing files on the device, built once per machine in WORK: {label: path}."""
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
 
     os.makedirs(WORK, exist_ok=True)
     files = {"webgpu (fp16 weights, uint8 in; seeded twin)": os.path.join(WORK, f"{STEM}_fp16_u8in.twin.tflite"),

@@ -41,7 +41,7 @@ def _export(ckpt, folder: str, dynamic: bool) -> dict[str, str]:
     want = {p: os.path.join(sub, onnxfmt.file_name(H, W, p, dynamic=dynamic)) for p in ("fp32", "int8")}
     if not all(os.path.exists(p) for p in want.values()):
         print(f"export {'dynamic' if dynamic else 'static'}", file=sys.stderr, flush=True)
-        formats.export(ckpt.model, H, W, sub, target_name="onnx", precisions=("fp32", "int8"), dynamic=dynamic)
+        formats.export(ckpt.model, H, W, sub, target_name="onnx", precisions=("fp32", "int8"), dynamic_size=dynamic)
     return want
 
 

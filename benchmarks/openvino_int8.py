@@ -10,7 +10,7 @@ rel-L2 vs a float64 PyTorch run of the same synthetic model on held-out views, n
 dynamic INT8 from the same release), and packs what the device needs under ``.dev/ovint8/`` (IR as tar.xz + its
 SHA-256s + LiteRT timing twins of the release's 518x686 .tflite files).
 
-``export-onnx`` + ``run`` (there, ``benchmarks/peers_device.sh ovint8``): the same dynamic .onnx is exported there from
+``export-onnx`` + ``run`` (there, ``benchmarks/devices/peers_device.sh ovint8``): the same dynamic .onnx is exported there from
 the same checkpoint with that machine's torch; one interleaved run per thread count (``run_interleaved``: all runners
 loaded first, rounds with the order rotated, warm-ups then timed calls; median and IQR) of OpenVINO FP32 / BF16 /
 INT8 (f32 and bf16 hints for the non-quantised ops), ONNX Runtime FP32 and the LiteRT FP32 / INT8 timing twins.
@@ -269,7 +269,7 @@ def export_onnx(d: str) -> str:
 
     os.makedirs(d, exist_ok=True)
     (f,) = formats.export(load_checkpoint("synthetic", quiet=True).model, H, W, d, target_name="onnx",
-                          precisions=("fp32",), dynamic=True)
+                          precisions=("fp32",), dynamic_size=True)
     path = os.path.join(d, "model.onnx")
     os.replace(f.path, path)
     return path

@@ -74,9 +74,9 @@ def export(d: str, targets=("litert", "executorch", "onnx")) -> None:
 
 
 def prepare_twins(d: str, twins: str, kinds=("", "_plain")) -> None:
-    """Here: LiteRT timing twins of the .tflite files in ``d`` (edgedepth.transport), gzipped, into ``twins``;
+    """Here: LiteRT timing twins of the .tflite files in ``d`` (edgedepth.formats.tflite.transport), gzipped, into ``twins``;
     ``kinds``: "" the edgedepth files, "_plain" the plain conversions."""
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
 
     os.makedirs(twins, exist_ok=True)
     for kind in kinds:
@@ -91,7 +91,7 @@ def prepare_twins(d: str, twins: str, kinds=("", "_plain")) -> None:
 
 def materialise_twins(twins: str, d: str, kinds=("", "_plain")) -> list[str]:
     """There: refill the INT8 twins (seeded) and rebuild the FP32 files from them, under the normal names in ``d``."""
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
 
     os.makedirs(d, exist_ok=True)
     made = []
@@ -236,6 +236,9 @@ def run(d: str, tag: str, threads: int, rounds: int, warmup: int, iters: int, n_
               "image_set": {"count": len(items), "sha256": image_set_hash(items), "timing_input": items[0].id},
               "environment": environment(threads), "method": res["method"], "goal_ours_over_peer": GOAL,
               "rows": rows, "summary": summary}
+    from lib.records import attach as attach_records      # benchmarks/lib: the measurement records the release reads
+
+    report = attach_records(report, out)
     with open(out, "w") as f:
         json.dump(report, f, indent=2)
     print_table(report)

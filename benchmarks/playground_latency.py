@@ -16,7 +16,7 @@ all get that one tensor, checked bit for bit):
                       emulation of a GPU, not a GPU number; a few calls only, after the wasm rounds. The adapter the
                       page reports is what the JSON and the labels say (``adapter_kind``).
 * ``--webgpu-standalone``  the WebGPU variants alone (no wasm rounds, no Python timing; files the manifest lists),
-                      with ``--chromium``/``--chromium-args`` for a browser on a real GPU: benchmarks/browser_device.sh.
+                      with ``--chromium``/``--chromium-args`` for a browser on a real GPU: benchmarks/devices/browser_device.sh.
 
 Method: every variant is loaded first (one page per browser variant, one process-local runner per native one). Then
 ``--rounds`` interleaved rounds; the order of the variants is rotated by one each round; in its slot a variant makes
@@ -35,7 +35,7 @@ machine is said so in the JSON.
 Output: ``benchmarks/results/playground_latency.json`` (``--out``). Its ``files`` rows (one per ``.tflite`` timed on
 LiteRT.js wasm, keyed by file name, with sha256/precision/size/``litertjs_wasm_median_ms``/``litertjs_p25_p75``/
 ``ai_edge_litert_cpu_median_ms``/``py_p25_p75``/``rel_l2``/``runtime``) keep the schema that
-``edgedepth.release.build`` and benchmarks/make_benchmarks_md.py read; other files' rows already there are kept. The
+``edgedepth.release.build`` and benchmarks/report/make_benchmarks_md.py read; other files' rows already there are kept. The
 ``browser`` block holds every variant of this run, the comparisons and the method.
 
     .venv/bin/python benchmarks/playground_latency.py out/release --rounds 3 --warmup 1 --iters 3 [--webgpu]
@@ -645,6 +645,9 @@ def main(argv=None) -> int:
                                "onnxruntime in the same rounds (see browser); call = write input + run + read output"
                                + ("; machine shared with other heavy jobs" if shared else ""))})
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    from lib.records import attach as attach_records      # benchmarks/lib: the measurement records the release reads
+
+    rec = attach_records(rec, a.out)
     with open(a.out + ".tmp", "w") as f:
         json.dump(rec, f, indent=1)
     os.replace(a.out + ".tmp", a.out)

@@ -1,7 +1,7 @@
 """The precision ladder at 518x686: size, accuracy, CPU latency (here) and GPU latency (the lent H200) of every LiteRT
 precision edgedepth writes, plus the alternatives considered and rejected.
 
-Rows: fp32, fp16, int8, int4, static-int8, a16w8 (``edgedepth.formats.tflite_precisions``) and, for the record, two
+Rows: fp32, fp16, int8, int4, static-int8, a16w8 (``edgedepth.formats.tflite.precisions``) and, for the record, two
 alternatives considered: ``int4-all4`` (``dynamic_wi4_afp32``: 4-bit channelwise everywhere, incl. convolutions) and
 ``static-int8-all`` (``static_wi8_ai8`` on every op, which the shipped static-int8 replaced: it measured 10x the error,
 5.6x the CPU time and an invalid GPU shader).  a16w8 runs on LiteRT's reference int16 kernels (~50 s a call here): its parity uses 11 images (one per
@@ -20,7 +20,7 @@ Method:
     .venv/bin/python benchmarks/precision_ladder.py build  [--dir out/ladder]     # ~10 min (two calibrations)
     .venv/bin/python benchmarks/precision_ladder.py cpu    [--images 110]         # -> results/precision_ladder.json
     .venv/bin/python benchmarks/precision_ladder.py twins                         # -> .dev/ladder_twins (a few MB)
-    device: carry [".dev/ladder_twins", ".whl", ".gl"], bash benchmarks/ladder_device.sh -> $OUT/precision_ladder_h200.json
+    device: carry [".dev/ladder_twins", ".whl", ".gl"], bash benchmarks/devices/ladder_device.sh -> $OUT/precision_ladder_h200.json
     .venv/bin/python benchmarks/precision_ladder.py merge  --h200 FILE            # GPU rows into the same JSON
 """
 
@@ -52,7 +52,7 @@ def _int4_all4():
 
 def _extras() -> dict:
     """Considered, not shipped: {name: Precision}."""
-    from edgedepth.formats.tflite_precisions import Precision, static_recipe
+    from edgedepth.formats.tflite.precisions import Precision, static_recipe
 
     return {p.name: p for p in (
         Precision("int4-all4", "dynamic_wi4_afp32 (4-bit channelwise weights everywhere, float activations)",
@@ -73,7 +73,7 @@ def build(d: str) -> None:
     from edgedepth import formats
     from edgedepth.checkpoint import load_checkpoint
     from edgedepth.formats import tflite
-    from edgedepth.formats.tflite_precisions import calibration_inputs, quantize
+    from edgedepth.formats.tflite.precisions import calibration_inputs, quantize
 
     os.makedirs(d, exist_ok=True)
     t0 = time.time()
@@ -93,7 +93,7 @@ def cpu(d: str, n_images: int, rounds: int, warmup: int, iters: int, threads: in
 
     from edgedepth import formats
     from edgedepth.checkpoint import DepthModule, load_checkpoint
-    from edgedepth.formats.tflite_precisions import CALIBRATION_VIEW, INT4_BLOCK, LADDER
+    from edgedepth.formats.tflite.precisions import CALIBRATION_VIEW, INT4_BLOCK, LADDER
     from edgedepth.images import default_image_set, image_set, image_set_hash
     from edgedepth.preprocess import preprocess
     from edgedepth.verify.bench import environment, run_interleaved
@@ -155,7 +155,7 @@ def twins(d: str, out: str) -> None:
 def write_twins(files: dict, out: str) -> None:
     """``files``: {name: (path, "float" | "int")} -> ``out``/NAME.tflite.gz + index.json, as ``device`` reads them
     (also used by family.py)."""
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
 
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -175,7 +175,7 @@ def write_twins(files: dict, out: str) -> None:
 def device(twins_dir: str, out: str, rounds: int, warmup: int, iters: int) -> None:
     """On the H200: refill the twins, GPU-compile each in a child (a crash is a row), then one interleaved run of
     every compiled file at FP32-enforced and default precision."""
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
     from edgedepth.formats import tflite
     from edgedepth.runtimes.litert import LiteRTRunner
     from edgedepth.verify.bench import environment, run_interleaved
@@ -225,8 +225,11 @@ def merge(h200: str, result: str = RESULT) -> None:
 
 def _write(report: dict, result: str = RESULT) -> None:
     from edgedepth.fsutil import write_bytes_atomic
+    from lib.records import attach as attach_records      # benchmarks/lib: the measurement records the release reads
 
-    write_bytes_atomic(result, (json.dumps(report, indent=1, sort_keys=True) + "\n").encode())
+    # keys sorted, then "records" last with its fields in schema order (the release embeds their rows as they are)
+    report = json.loads(json.dumps({k: v for k, v in report.items() if k != "records"}, sort_keys=True))
+    write_bytes_atomic(result, (json.dumps(attach_records(report, result), indent=1) + "\n").encode())
     print("wrote", os.path.relpath(result, ROOT))
 
 

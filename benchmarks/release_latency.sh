@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CPU latency of every .tflite in a release folder, one interleaved run per size (FP32 vs INT8), 2 threads.
-# Writes benchmarks/results/release_cpu_latency_<size>.json; the recipe reads those files, and a rebuild's model card
-# shows a latency row for each file whose SHA-256 matches the file timed here.
+# Writes benchmarks/results/release_cpu_latency_<size>.json with their measurement records (`bench --json` writes them);
+# the recipe reads those records, and a rebuild's model card shows a latency row for each file whose SHA-256 matches
+# the file timed here.
 #   benchmarks/release_latency.sh out/depth-anything-v2-small
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # CPU parity of every CPU-runnable file in a release folder (.tflite FP32/INT8, XNNPACK .pte) against the PyTorch
 # checkpoint it was built from (MODEL, default synthetic), on IMAGES images of the default set (default 22), 2 threads.
-# Writes benchmarks/results/release_cpu_parity.json; the recipe reads it, and a rebuild's manifest and model card show
-# a parity row for each file whose SHA-256 matches a file measured here.
+# Writes benchmarks/results/release_cpu_parity.json with its measurement records (`validate --json` writes them,
+# edgedepth.verify.records); the recipe reads those records, and a rebuild's manifest and model card show a parity row
+# for each file whose SHA-256 matches a file measured here.  (benchmarks/results/webgpu_file_cpu_parity.json is the
+# same run over the WebGPU file.)
 #   benchmarks/release_parity.sh out/depth-anything-v2-small
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -62,5 +62,5 @@ fi
 
 if want md; then
 step "BENCHMARKS.md"
-.venv/bin/python benchmarks/make_benchmarks_md.py
+.venv/bin/python benchmarks/report/make_benchmarks_md.py
 fi

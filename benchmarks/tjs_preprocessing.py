@@ -58,9 +58,9 @@ def tjs(*args, threads: int) -> dict:
 
 def model_folder(work: str) -> tuple[str, str]:
     """(transformers.js model folder, the ONNX file in it): the full synthetic model exported once with dynamic height
-    and width by the CLI, with the release's config.json / preprocessor_config.json (``release.hub_files``)."""
+    and width by the CLI, with the release's config.json / preprocessor_config.json (``formats.onnx.hub_files``)."""
     from edgedepth.checkpoint import load_checkpoint
-    from edgedepth.release import hub_files
+    from edgedepth.formats.onnx import hub_files
 
     export = os.path.join(work, "export")
     onnx = os.path.join(export, f"depth_anything_v2_small_{SIZE}_fp32_dynamic.onnx")

@@ -15,7 +15,7 @@ smoothing on (new-frame weight 0.3): the cost of the EMA.
 
     .venv/bin/python benchmarks/webcam_fps.py out/depth-anything-v2-small --rounds 3 --warmup 2 --frames 8
 
-Output: ``benchmarks/results/webcam_fps.json`` -> BENCHMARKS.md "Browser" (md_browser.py).
+Output: ``benchmarks/results/webcam_fps.json`` -> BENCHMARKS.md "Browser" (report/md_browser.py).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=RESULTS)
     ap.add_argument("--busy-pattern", default="family.py|pytest|recipes/")
     ap.add_argument("--backend", choices=("wasm", "webgpu"), default="wasm",
-                    help="the page's backend (webgpu: a real GPU's browser, see benchmarks/browser_device.sh)")
+                    help="the page's backend (webgpu: a real GPU's browser, see benchmarks/devices/browser_device.sh)")
     ap.add_argument("--files", default="", help="comma-separated manifest paths to run instead of the default set")
     ap.add_argument("--chromium", default=None, help="browser executable or wrapper script (default /usr/bin/chromium)")
     ap.add_argument("--chromium-args", default="", help="more launch flags, one string (shell-split)")

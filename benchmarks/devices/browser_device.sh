@@ -14,13 +14,13 @@
 #                      stderr -> $OUT/chrome_stderr.log), then, on the first flag set with a hardware adapter,
 #                      playground_latency.py --webgpu-standalone and webcam_fps.py --backend webgpu -> $OUT/*.json.
 #
-# Device call i:  carry [".dev/browser/p<i>"]   command: bash benchmarks/browser_device.sh assemble [&& ... run ...]
+# Device call i:  carry [".dev/browser/p<i>"]   command: bash benchmarks/devices/browser_device.sh assemble [&& ... run ...]
 # Environment: BROWSER_ROOT (/tmp/browser), PARTS_DIR (.dev/browser), OUT (/tmp/out), PYTHON (python3),
 #   VK_ICD (NVIDIA's ICD json), BROWSER_ARGS (flags to use instead of the diagnosis' choice), CANDIDATES (flag sets to
 #   try, see webgpu_diagnose.py), ALLOW_SOFTWARE=1 (benchmark even without a hardware adapter: the local test),
 #   prepare only: RELEASE (out/depth-anything-v2-small), PART_MIB (58: + the ~3.3 MiB checkout < 64), FP32=0 (leave the optional FP32 files out).
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=${BROWSER_ROOT:-/tmp/browser}
 PARTS=${PARTS_DIR:-.dev/browser}
 PY=${PYTHON:-python3}
@@ -157,7 +157,7 @@ EOF
       printf 'm-onnx-fp32\tfile\trelease/onnx/model.onnx\t%s\n' "$(realpath "$REL/onnx/model.onnx")"
     fi
   } > "$S/ITEMS.tsv"
-  python3 benchmarks/browser_parts.py pack "$S" "$PARTS" --cap-mib "${PART_MIB:-58}"
+  python3 benchmarks/devices/browser_parts.py pack "$S" "$PARTS" --cap-mib "${PART_MIB:-58}"
   rm -rf "$W"          # the staging area (the compressed tars stay cached in .dev/browser-cache/xz)
   echo
   echo "items (in order; an item is usable once all the parts it lies in have been carried):"
@@ -172,7 +172,7 @@ EOF
 
 assemble() {
   mkdir -p "$ROOT"
-  "$PY" benchmarks/browser_parts.py assemble "$PARTS" "$ROOT"
+  "$PY" benchmarks/devices/browser_parts.py assemble "$PARTS" "$ROOT"
   # the release folder's manifest.json: manifest.full.json less the files not (yet) here (serve checks every model
   # file it lists), recommendations of absent files dropped
   [ -f "$ROOT/release/manifest.full.json" ] && "$PY" - "$ROOT/release" <<'EOF'

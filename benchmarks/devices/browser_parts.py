@@ -1,4 +1,4 @@
-"""Parts for carrying large things to the device machine, one call's carry at a time (benchmarks/browser_device.sh).
+"""Parts for carrying large things to the device machine, one call's carry at a time (benchmarks/devices/browser_device.sh).
 
 ``pack STAGE_DIR PARTS_DIR --cap-mib 60``: STAGE_DIR/ITEMS.tsv lists the items in order (name, action, dest, file of
 STAGE_DIR); their bytes are laid end to end and cut into parts of at most ``cap`` bytes each, an item's pieces split

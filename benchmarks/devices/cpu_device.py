@@ -3,12 +3,12 @@
 Same method as benchmarks/latency_floor.py (ai_edge_litert CPU, 2 threads, interleaved rounds) on a different x86 CPU,
 to show how much of "optimised ÷ plain" is a property of the CPU.  Two steps:
 
-  here:    .venv/bin/python benchmarks/cpu_device.py prepare [--dir out/bench]
+  here:    .venv/bin/python benchmarks/devices/cpu_device.py prepare [--dir out/bench]
            -> .whl/ (ai-edge-litert for cp312) and .dev/cpu/ (about 30 MiB in all)
-  device:  one call, carry [".whl", ".dev"]: `PYTHONPATH=src python3 benchmarks/cpu_device.py run`   (writes $OUT/cpu_device.json)
+  device:  one call, carry [".whl", ".dev"]: `PYTHONPATH=src python3 benchmarks/devices/cpu_device.py run`   (writes $OUT/cpu_device.json)
 
 Timing twins travel, not the files: INT8 files with their int8 weights zeroed (gzip -> a few MB; refilled there with
-seeded random int8, edgedepth.transport.zero_int8/fill_int8) and FP32 graphs stripped of their float weights (rebuilt
+seeded random int8, edgedepth.formats.tflite.transport.zero_int8/fill_int8) and FP32 graphs stripped of their float weights (rebuilt
 there from the refilled INT8 twin, transport.strip/rebuild).  Same graphs, shapes and arithmetic, other weight values:
 valid for latency, not for parity.
 """
@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SITE = "/tmp/cpu_device_site"                      # ai-edge-litert installed here on the device (by this script)
 sys.path[:0] = [SITE]
 P = "depth_anything_v2_small_518x686"
@@ -37,7 +37,7 @@ def _suffix(kind: str) -> str:
 
 
 def prepare(src_dir: str) -> None:
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
 
     shutil.rmtree(DEV, ignore_errors=True)
     os.makedirs(DEV)
@@ -64,7 +64,7 @@ def prepare(src_dir: str) -> None:
 
 def _materialise(work: str) -> dict[str, str]:
     """On the device: refill the INT8 twins, rebuild the FP32 files from them; returns {variant: path}."""
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
 
     files = {}
     for kind in KINDS:

@@ -1,7 +1,7 @@
 # Sourced by the H200 device scripts (gpu_device.sh, ladder_device.sh): unpack the carried Vulkan loader + libglvnd
 # (.gl), install the carried wheels (.whl) for the device's Python, point Vulkan at NVIDIA's driver, make $OUT.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1

@@ -3,12 +3,12 @@
 Two halves, one file:
 
 ``prepare`` (HERE, with torch + litert-torch; ~4 min on 2 cores at 518x686):
-    .venv/bin/python benchmarks/fp16_device.py prepare [--model synthetic-fp16-stress] [--size 518x686] [--plain]
+    .venv/bin/python benchmarks/devices/fp16_device.py prepare [--model synthetic-fp16-stress] [--size 518x686] [--plain]
   builds the stress checkpoint, the optimised graph (default rewrites) and the fp16-safe graph (+ ``fp16_safe``),
   converts both to FP32 .tflite (kept in out/fp16/), and writes the git-ignored bundle .dev/fp16/ that the device call
   carries (~30 MB, under the 64 MiB a call may carry together with .whl/ and .gl/):
     opt.stripped.tflite + opt_int8.tflite   the optimised FP32 graph without weights + its dynamic-INT8 twin, from which
-                                            edgedepth.transport rebuilds the FP32 file there (weights rounded to 8 bits)
+                                            edgedepth.formats.tflite.transport rebuilds the FP32 file there (weights rounded to 8 bits)
     safe.stripped.tflite + safe.exponents.json
                                             the fp16-safe graph without weights + one power-of-two exponent per weight
                                             tensor: its weights are the optimised graph's same-named tensor * 2^e
@@ -21,7 +21,7 @@ Two halves, one file:
   fall back), so it runs with GPU+CPU accelerators there.
 
 ``run`` (ON THE DEVICE; numpy + ai-edge-litert, no torch):
-    python3 benchmarks/fp16_device.py run [BUNDLE ...]         (default .dev/fp16)
+    python3 benchmarks/devices/fp16_device.py run [BUNDLE ...]         (default .dev/fp16)
   rebuilds the FP32 files, checks GPU delegation (adapter named in the log), computes LiteRT CPU outputs there as the
   reference, runs every graph on the GPU with ``enforce_f32=True`` ("gpu") and with the default precision policy
   ("gpu-fp16"), and reports pooled rel-L2 vs CPU, non-finite and constant maps, whether gpu-fp16 was bit-identical to
@@ -29,13 +29,13 @@ Two halves, one file:
   Writes $OUT/fp16_device.json.  Env: FP16_IMAGES (default 22 of the default set's 110 views),
   FP16_METHOD="rounds,warmup,iters" (default 6,20,60, the published method).
 
-Device call (the lead's; see BENCHMARKS.md for the Vulkan/wheel preamble that benchmarks/h200_prepare.sh sets up):
+Device call (the lead's; see BENCHMARKS.md for the Vulkan/wheel preamble that benchmarks/devices/h200_prepare.sh sets up):
     carry: [".whl", ".gl", ".dev/fp16"]
     for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig;
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
       && export PYTHONPATH=/tmp/site:$PWD/src || exit;
     export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONUNBUFFERED=1;
-    python3 benchmarks/fp16_device.py run .dev/fp16 2>&1 | tee $OUT/fp16_device.log
+    python3 benchmarks/devices/fp16_device.py run .dev/fp16 2>&1 | tee $OUT/fp16_device.log
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _float_tensors(model) -> dict:
     """name -> (tensor, float32 values or None) for the FLOAT32 tensors with inline data."""
     from ai_edge_litert import schema_py_generated as S
 
-    from edgedepth.transport import tensor_name
+    from edgedepth.formats.tflite.transport import tensor_name
 
     out = {}
     for t in model.subgraphs[0].tensors:
@@ -75,7 +75,7 @@ def _float_tensors(model) -> dict:
 
 
 def _stripped_names(model) -> tuple[list[str], object]:
-    from edgedepth.transport import STRIPPED_KEY
+    from edgedepth.formats.tflite.transport import STRIPPED_KEY
 
     entry = next((m for m in (model.metadata or []) if m.name in (STRIPPED_KEY, STRIPPED_KEY.encode())), None)
     if entry is None:
@@ -85,7 +85,7 @@ def _stripped_names(model) -> tuple[list[str], object]:
 
 def exponents(safe_fp32: str, opt_fp32: str, names: list[str]) -> dict[str, int]:
     """Per tensor e with safe == opt * 2^e exactly (same-named tensors); raises if any tensor is not so related."""
-    from edgedepth.transport import load_model
+    from edgedepth.formats.tflite.transport import load_model
 
     _, a = load_model(safe_fp32)
     _, b = load_model(opt_fp32)
@@ -107,7 +107,7 @@ def exponents(safe_fp32: str, opt_fp32: str, names: list[str]) -> dict[str, int]
 
 def derive(stripped: str, source_fp32: str, exps: dict[str, int], out_path: str) -> int:
     """Refill a stripped graph from another FP32 graph's same-named tensors times 2^e; returns tensors filled."""
-    from edgedepth.transport import load_model, save_model, tensor_name
+    from edgedepth.formats.tflite.transport import load_model, save_model, tensor_name
 
     _, model = load_model(stripped)
     wanted, entry = _stripped_names(model)
@@ -136,7 +136,7 @@ def derive(stripped: str, source_fp32: str, exps: dict[str, int], out_path: str)
 def prepare(a) -> None:
     import torch
 
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
     from edgedepth.checkpoint import DepthModule, load_checkpoint
     from edgedepth.fp16.probe import calibration_inputs
     from edgedepth.images import source_files
@@ -167,7 +167,7 @@ def prepare(a) -> None:
     litert.quantize_int8(files["opt"], os.path.join(BUNDLE, "opt_int8.tflite"))
     transport.strip(files["opt"], os.path.join(BUNDLE, "opt.stripped.tflite"))
     transport.strip(files["safe"], os.path.join(BUNDLE, "safe.stripped.tflite"))
-    from edgedepth.transport import load_model
+    from edgedepth.formats.tflite.transport import load_model
 
     names, _ = _stripped_names(load_model(os.path.join(BUNDLE, "safe.stripped.tflite"))[1])
     exps = exponents(files["safe"], files["opt"], names)
@@ -264,7 +264,7 @@ def _summ(outs, refs) -> dict:
 
 
 def run(a) -> None:
-    from edgedepth import transport
+    from edgedepth.formats.tflite import transport
     from edgedepth.verify.bench import environment, run_interleaved
     from edgedepth.images import default_image_set, image_set_hash
     from edgedepth.formats.tflite import describe, gpu_check

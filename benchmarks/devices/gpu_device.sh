@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One device call on the lent H200 (Python 3.12, no registries) for issue 15: GPU time attribution + PyTorch CUDA rows.
 # Here, first:  .venv/bin/python benchmarks/gpu_attribution.py build   (-> .dev/gpu_attr, stripped graphs, ~1 MB)
-#               benchmarks/h200_prepare.sh's wheel/.deb part (.whl: ai-edge-litert cp312, backports.strenum,
+#               benchmarks/devices/h200_prepare.sh's wheel/.deb part (.whl: ai-edge-litert cp312, backports.strenum,
 #               transformers 5.24.0; .gl: the Vulkan loader and libglvnd, which NVIDIA's ICD needs) and the photos in .dev/images (for gpu_reference.py)
-# Device call:  carry [".dev/gpu_attr", ".dev/images", ".whl", ".gl"]   command: bash benchmarks/gpu_device.sh
+# Device call:  carry [".dev/gpu_attr", ".dev/images", ".whl", ".gl"]   command: bash benchmarks/devices/gpu_device.sh
 # Writes $OUT/gpu_attribution.json, $OUT/gpu_reference.json and their logs.
 source "$(dirname "$0")/device_env.sh"
 for part in pieces models; do     # one process each: fewer GPU environments alive at once

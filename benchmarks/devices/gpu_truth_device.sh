@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Issue 30's two GPU calls on the lent H200 (Python 3.12, no registries), back to back while the machine is warm.
 # Here, first:  .venv/bin/python benchmarks/gpu_options.py prepare out/depth-anything-v2-small      (-> .dev/gpu)
-#               .whl: ai-edge-litert 2.3.0 cp312 + backports.strenum 1.2.8; .gl: benchmarks/h200_prepare.sh's .deb part;
+#               .whl: ai-edge-litert 2.3.0 cp312 + backports.strenum 1.2.8; .gl: benchmarks/devices/h200_prepare.sh's .deb part;
 #               .whl2: transformers 5.24.0 (the device has 5.17)
-# Call 1  carry [".gl", ".whl", ".dev/gpu"]   bash benchmarks/gpu_truth_device.sh options
+# Call 1  carry [".gl", ".whl", ".dev/gpu"]   bash benchmarks/devices/gpu_truth_device.sh options
 #         every LiteRT GpuOptions flag, interleaved, with correctness vs CPU -> $OUT/gpu_options.json
-# Call 2  carry [".whl2"]                      bash benchmarks/gpu_truth_device.sh limit
+# Call 2  carry [".whl2"]                      bash benchmarks/devices/gpu_truth_device.sh limit
 #         the WebGPU file with the chosen flags vs none, then PyTorch CUDA (both timers) in the same call
 #         -> $OUT/gpu_options_compare.json, $OUT/gpu_reference.json (+ logs)
 source "$(dirname "$0")/device_env.sh"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Run HERE (the CPU machine) before the device call: fills the git-ignored .dev/ folder the H200 run carries.
-#   .dev/models   stripped FP32 graph (weights removed) + the INT8 file it is rebuilt from (see edgedepth.transport)
+#   .dev/models   stripped FP32 graph (weights removed) + the INT8 file it is rebuilt from (see edgedepth.formats.tflite.transport)
 #   .dev/images   the default image set's 11 source photos
 #   .whl/         ai-edge-litert + backports.strenum wheels for the device's Python 3.12 (it has no registry access)
 #   .gl/          the Vulkan loader .deb
-# Usage: benchmarks/h200_prepare.sh DIR_WITH_TFLITES   (files named *_fp32.tflite / *_int8.tflite, same stem)
+# Usage: benchmarks/devices/h200_prepare.sh DIR_WITH_TFLITES   (files named *_fp32.tflite / *_int8.tflite, same stem)
 set -euo pipefail
 SRC=${1:?folder with the *_fp32.tflite and *_int8.tflite to measure}
 BIN=.venv/bin
@@ -13,7 +13,7 @@ for f in "$SRC"/*_fp32*.tflite; do
   base=$(basename "$f")
   int8="$SRC/${base/_fp32/_int8}"
   [ -f "$int8" ] || { echo "missing INT8 twin $int8" >&2; exit 1; }
-  $BIN/python -m edgedepth.transport strip "$f" ".dev/models/${base%.tflite}.stripped.tflite" >/dev/null
+  $BIN/python -m edgedepth.formats.tflite.transport strip "$f" ".dev/models/${base%.tflite}.stripped.tflite" >/dev/null
   cp "$int8" .dev/models/
   sha256sum "$f" | awk -v n="$base" '{print $1"  "n}' >> .dev/models/SHA256SUMS.original
 done

@@ -1,6 +1,6 @@
 """Runs ON the lent H200 machine (Python 3.12, no registries): GPU delegation, latency and GPU-vs-CPU parity.
 
-Invoked by the device call documented in BENCHMARKS.md (see benchmarks/h200_prepare.sh for what travels).  For each
+Invoked by the device call documented in BENCHMARKS.md (see benchmarks/devices/h200_prepare.sh for what travels).  For each
 FP32/INT8 pair in .dev/models: rebuild the FP32 file from its stripped graph + INT8 twin, check full delegation on the
 GPU accelerator alone (log names the adapter), time GPU (enforce_f32) vs GPU (default precision) interleaved, and compare
 both GPU modes with LiteRT CPU on the same device over the default image set.  Writes $OUT/h200.json.
@@ -16,7 +16,7 @@ import time
 
 import numpy as np  # noqa: E402
 
-from edgedepth import transport  # noqa: E402
+from edgedepth.formats.tflite import transport  # noqa: E402
 from edgedepth.verify.bench import environment, run_interleaved  # noqa: E402
 from edgedepth.images import default_image_set, image_set_hash  # noqa: E402
 from edgedepth.formats.tflite import describe, gpu_check  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The peers run on the lent H200 machine's host CPU (Python 3.12, no registries).  Here, first:
-#   .venv/bin/python benchmarks/peers.py export && benchmarks/peers_device.sh prepare   # fills .dev/peers (~50 MiB)
-# then one device call with carry [".dev"]:  bash benchmarks/peers_device.sh run      # JSON lands in $OUT
+#   .venv/bin/python benchmarks/peers.py export && benchmarks/devices/peers_device.sh prepare   # fills .dev/peers (~50 MiB)
+# then one device call with carry [".dev"]:  bash benchmarks/devices/peers_device.sh run      # JSON lands in $OUT
 # What travels: LiteRT timing twins (benchmarks/peers.py prepare-twins), slimmed ai-edge-litert 2.3.0 (CPU only: the
 # WebGPU accelerator and vendor plugins removed) and OpenVINO 2026.4.1 (CPU plugin + ONNX and IR frontends only) for
 # cp312, transformers 5.24.0 (the device has 5.17), the default image set's photos (peers.py prepare-site).  The .onnx
@@ -13,11 +13,11 @@
 #   .venv/bin/python benchmarks/openvino_int8.py prepare                   # ~25 MB: .dev/ovint8 (INT8 IR, twins)
 # Both together pass 64 MiB, so two device calls while the machine stays warm (ignored paths already there are kept):
 #   carry [".dev/ovint8"]:  ls -l .dev/ovint8
-#   carry [".dev/peers"]:   bash benchmarks/peers_device.sh ovint8            # $OUT/cpu_int8_xeon.json
+#   carry [".dev/peers"]:   bash benchmarks/devices/peers_device.sh ovint8            # $OUT/cpu_int8_xeon.json
 # Local smoke test (CPython 3.11 wheels): SITE_SRC=/tmp/site311 PY=.venv/bin/python OVINT8_THREADS=2 \
-#   OVINT8_ROUNDS=1 OVINT8_ITERS=1 OVINT8_WARMUP=0 OUT=/tmp bash benchmarks/peers_device.sh ovint8
+#   OVINT8_ROUNDS=1 OVINT8_ITERS=1 OVINT8_WARMUP=0 OUT=/tmp bash benchmarks/devices/peers_device.sh ovint8
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 D=.dev/peers
 PY=${PY:-python3}
 

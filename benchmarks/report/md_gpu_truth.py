@@ -92,7 +92,7 @@ def section_gpu_limit(L) -> None:
 
 
 def section_browser_h200(L) -> None:
-    """The playground in headless Chromium on the H200's real GPU (benchmarks/browser_device.sh)."""
+    """The playground in headless Chromium on the H200's real GPU (benchmarks/devices/browser_device.sh)."""
     p, w, d = load("playground_webgpu_h200.json"), load("webcam_fps_webgpu_h200.json"), load("webgpu_diagnosis_h200.json")
     if not p:
         return
@@ -101,7 +101,7 @@ def section_browser_h200(L) -> None:
     page = ((d or {}).get("candidates", {}).get(chosen) or {}).get("page", {})
     feats = page.get("adapter", {}).get("features", [])
     L += ["## Browser: the playground on a real GPU (H200, headless Chromium, WebGPU over Vulkan)", "",
-          f"`benchmarks/browser_device.sh` carried Debian's chromium-headless-shell {b['chromium']} with its libraries, "
+          f"`benchmarks/devices/browser_device.sh` carried Debian's chromium-headless-shell {b['chromium']} with its libraries, "
           "Playwright and the release files to the H200 machine in 60 MiB parts; `edgedepth serve` on loopback there. "
           f"Adapter the page reports: **{page.get('adapter', {}).get('info', {}).get('vendor')}** "
           f"(isFallbackAdapter false; WebGL renderer `{page.get('webglRenderer')}`), with launch flags "
