@@ -1,6 +1,8 @@
-"""Depth Anything 3 as the second model family (issue 31, first slice; edgedepth.models.depth_anything_3): stand-ins
-built from the depth-anything-3 package's own modules, the monocular contract, seeded weights that are the same bytes
-on every CPU, and the one-line refusals of what is not built yet (export, real weights, the FP16 range probe)."""
+"""Depth Anything 3 as the second model family (issue 31; edgedepth.models.depth_anything_3): stand-ins built from the
+depth-anything-3 package's own modules, the monocular contract, seeded weights that are the same bytes on every CPU,
+the da3_* rewrites (each its own parity test), the LiteRT file wholly on the GPU delegate (SwiftShader), ONNX and
+ExecuTorch FP32 files at FP32-noise parity, and the one-line refusals of what is not built yet (ONNX FP16 and dynamic
+size, ExecuTorch INT8, real weights, the FP16 range probe)."""
 
 import os
 import subprocess
@@ -13,7 +15,8 @@ import torch
 from edgedepth.checkpoint import DepthModule, load_checkpoint, state_dict_digest
 from edgedepth.models import MEMBERS, SYNTHETIC, family_of, member_of_hub_id
 from edgedepth.rewrites import apply_rewrites, default_names
-from conftest import OTHER_KERNELS, assert_one_line_error, assert_within_fp32_noise, float64_reference, run_cli
+from conftest import (OTHER_KERNELS, assert_one_line_error, assert_rounded_once, assert_within_fp32_noise,
+                      float64_reference, run_cli)
 
 TINY = "synthetic-da3-tiny"
 PHOTO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors", "rgb_160x120.png")
@@ -89,7 +92,9 @@ def test_only_its_own_rewrites_run_on_it(tiny):
     """By default only the rewrites declared for Depth Anything 3 run (V2's know HF DINOv2 / DPT structure); a V2
     rewrite named for it is refused."""
     out, report = apply_rewrites(tiny.model, *SIZE)
-    assert [r["name"] for r in report] == ["da3_static_rope", "da3_rank4_attention", "da3_fold_layerscale"]
+    assert [r["name"] for r in report] == ["da3_static_rope", "da3_rank4_attention", "da3_fold_layerscale",
+                                           "da3_freeze_position_embedding", "da3_concat_camera_token",
+                                           "da3_drop_ray_head", "da3_constant_uv_embedding"]
     assert out is not tiny.model
     assert default_names(tiny.model) == [r["name"] for r in report]
     with pytest.raises(ValueError, match="do not apply to depth_anything_3"):
@@ -132,14 +137,163 @@ def test_fold_layerscale_is_within_fp32_noise(tiny, x):
     assert_within_fp32_noise(_depth(out, x), ref64, _depth(tiny.model, x), what="da3_fold_layerscale")
 
 
+def _outputs(model, x):
+    with torch.no_grad():
+        out = model(x)
+    return out.predicted_depth, out.confidence
+
+
+def _assert_bit_identical(out, tiny, x):
+    for ours, theirs in zip(_outputs(out, x), _outputs(tiny.model, x)):
+        assert torch.equal(ours, theirs)
+
+
+def test_concat_camera_token_is_exact(tiny, x):
+    """da3_concat_camera_token: the one-view backbone with the camera token put in by concatenation is bit-identical
+    (depth and confidence) to the package's index assignment; pure, and idempotent."""
+    from edgedepth.rewrites._modules import DA3ConcatCameraToken, DA3MonoBackbone
+
+    before = state_dict_digest(tiny.model)
+    out, report = apply_rewrites(tiny.model, *SIZE, names=["da3_concat_camera_token"])
+    assert report[0]["changed"] == 1 and state_dict_digest(tiny.model) == before
+    assert isinstance(out.backbone, DA3MonoBackbone) and isinstance(out.backbone.camera, DA3ConcatCameraToken)
+    assert out.backbone.pretrained.blocks is not tiny.model.backbone.pretrained.blocks
+    _assert_bit_identical(out, tiny, x)
+    assert apply_rewrites(out, *SIZE, names=["da3_concat_camera_token"])[1][0]["changed"] == 0
+
+
+def test_freeze_position_embedding_is_rounded_once_and_within_fp32_noise(tiny, x):
+    """da3_freeze_position_embedding: the constant is the package's resize (bicubic, its interpolate_offset scale
+    factors) evaluated in float64 and rounded to float32 once; the model is within the FP32-noise factor of PyTorch
+    FP32's own error vs float64; at 518x518 (no resize in the package) bit-identical; another size is refused."""
+    import math
+
+    import torch.nn.functional as F
+
+    vit = tiny.model.backbone.pretrained
+    out, report = apply_rewrites(tiny.model, *SIZE, names=["da3_freeze_position_embedding"])
+    assert report[0]["changed"] == 1
+    frozen = out.backbone.tokens
+    side, dim = int(math.isqrt(vit.pos_embed.shape[1] - 1)), vit.pos_embed.shape[-1]
+    gh, gw = SIZE[0] // 14, SIZE[1] // 14
+    table = vit.pos_embed.detach().double()
+    ref = F.interpolate(table[:, 1:].reshape(1, side, side, dim).permute(0, 3, 1, 2), mode="bicubic",
+                        scale_factor=((gh + vit.interpolate_offset) / side, (gw + vit.interpolate_offset) / side))
+    assert ref.shape[-2:] == (gh, gw)
+    scale = float(table.abs().max())
+    assert_rounded_once(frozen.patch_pos.numpy(), ref.permute(0, 2, 3, 1).reshape(1, -1, dim).numpy(), scale,
+                        what="patch position embedding")
+    assert_rounded_once(frozen.cls_pos.numpy(), (vit.cls_token.detach().double() + table[:, :1]).numpy(), scale,
+                        what="CLS + its position embedding")
+    ref64 = float64_reference(tiny.model, x.numpy())
+    assert_within_fp32_noise(_depth(out, x), ref64, _depth(tiny.model, x), what="da3_freeze_position_embedding")
+
+    x518 = torch.from_numpy(np.random.default_rng(1).standard_normal((1, 3, 518, 518)).astype(np.float32))
+    _assert_bit_identical(apply_rewrites(tiny.model, 518, 518, names=["da3_freeze_position_embedding"])[0], tiny, x518)
+    with pytest.raises(ValueError, match="frozen for another size"):
+        apply_rewrites(out, 56, 56, names=["da3_freeze_position_embedding"])
+
+
+def test_drop_ray_head_is_exact(tiny, x):
+    """da3_drop_ray_head: depth and confidence bit-identical without the ray branch, whose modules are gone."""
+    from edgedepth.rewrites._modules import DA3DepthHead
+
+    out, report = apply_rewrites(tiny.model, *SIZE, names=["da3_drop_ray_head"])
+    assert report[0]["changed"] == 1 and isinstance(out.head, DA3DepthHead)
+    assert not [n for n, _ in out.named_modules() if "_aux" in n]
+    assert [n for n, _ in tiny.model.named_modules() if "_aux" in n]
+    assert sum(p.numel() for p in out.parameters()) < sum(p.numel() for p in tiny.model.parameters())
+    _assert_bit_identical(out, tiny, x)
+
+
+def test_constant_uv_embedding_is_exact_and_separable(tiny, x):
+    """da3_constant_uv_embedding: the head's five UV embeddings as constants u [1,C/2,1,w] and v [1,C/2,h,1]
+    (C/2*(h+w) values each, added to the two channel halves), bit-identical; it needs the depth-only head first (the
+    pipeline refuses it alone)."""
+    from edgedepth.rewrites._modules import DA3SeparableUVEmbedding
+
+    with pytest.raises(ValueError, match="requires da3_drop_ray_head"):
+        apply_rewrites(tiny.model, *SIZE, names=["da3_constant_uv_embedding"])
+    out, report = apply_rewrites(tiny.model, *SIZE, names=["da3_drop_ray_head", "da3_constant_uv_embedding"])
+    assert report[1]["changed"] == 5
+    embs = list(out.head.uv_embeds)
+    assert all(isinstance(e, DA3SeparableUVEmbedding) for e in embs)
+    for e in embs:
+        (_, half, _, w), (_, _, h, _) = e.u.shape, e.v.shape
+        assert e.v.shape[1] == half and e.u.numel() + e.v.numel() == half * (h + w)
+    assert (embs[-1].v.shape[2], embs[-1].u.shape[3]) == SIZE
+    _assert_bit_identical(out, tiny, x)
+
+
+@pytest.mark.gpu
+def test_litert_file_runs_wholly_on_the_gpu_delegate(tiny, x, tmp_path):
+    """The tiny model with the default rewrites exports to a .tflite with no GPU hazard that LiteRT's GPU accelerator
+    takes whole (SwiftShader here: no op on the CPU, no WebGPU validation error), and whose GPU and CPU outputs are
+    each within the FP32-noise factor of PyTorch FP32's own error vs a float64 run (full delegation is not proof of
+    right output: docs/spikes/depth-anything-3/bisect_FINDINGS.md)."""
+    from edgedepth import formats
+
+    (f,) = formats.export(tiny.model, *SIZE, str(tmp_path), target_name="litert", precisions=("fp32",),
+                          stem=tiny.file_stem)
+    art = formats.open_artifact(f.path)
+    assert art.info["gpu_hazards"]["count"] == 0, art.info["gpu_hazards"]
+    assert not {"SELECT_V2", "GATHER_ND", "BROADCAST_TO", "SIN", "COS"} & set(art.info["op_histogram"])
+    g = art.gpu_check(x=x.numpy())
+    assert g["fully_delegated"] and g["cpu_ops"] == 0 and not g["validation_errors"], {k: v for k, v in g.items()
+                                                                                        if k != "output"}
+    runner = art.open_runner("cpu")
+    try:
+        cpu = runner.run(x.numpy())
+    finally:
+        runner.close()
+    ref64, fp32 = float64_reference(tiny.model, x.numpy()), _depth(tiny.model, x)
+    assert_within_fp32_noise(cpu, ref64, fp32, what="LiteRT CPU")
+    assert_within_fp32_noise(g["output"], ref64, fp32, what="LiteRT GPU (SwiftShader)")
+
+
+@pytest.mark.parametrize("target", ["onnx", "executorch"])
+def test_onnx_and_executorch_files_match_pytorch(tiny, x, tmp_path, target):
+    """The other formats take the family's default rewrites (their own lists name V2's: rewrites.format_defaults) and
+    their FP32 files are within the FP32-noise factor of PyTorch FP32's own error vs float64."""
+    from edgedepth import formats
+
+    (f,) = formats.export(tiny.model, *SIZE, str(tmp_path), target_name=target, precisions=("fp32",),
+                          stem=tiny.file_stem)
+    assert "da3_concat_camera_token" in f.rewrites and "drop_attention_mask" not in f.rewrites, f.rewrites
+    runner = formats.open_artifact(f.path).open_runner("cpu")
+    try:
+        out = runner.run(x.numpy())
+    finally:
+        runner.close()
+    assert_within_fp32_noise(out, float64_reference(tiny.model, x.numpy()), _depth(tiny.model, x), what=target)
+
+
 @pytest.mark.parametrize("args,fragments", [
-    (("export", "--model", TINY, "--size", "28x42"), ("Depth Anything 3 files cannot be exported yet", "issue 31")),
+    (("export", "--model", TINY, "--size", "28x42", "--target", "onnx"), ("fp16_safe", "--precision fp32,int8")),
+    (("export", "--model", TINY, "--size", "28x42", "--target", "onnx", "--dynamic-size"), ("fixed size",)),
+    (("export", "--model", TINY, "--size", "28x42", "--target", "executorch", "--precision", "int8"),
+     ("XNNPACKQuantizer", "--precision fp32")),
     (("export", "--model", "da3-small"), ("depth-anything/DA3-SMALL", "not supported yet", "synthetic-da3-small")),
     (("inspect", "--ranges", "--model", TINY, "--size", "28x42", "--images", "1"), ("not of Depth Anything 3",)),
     (("predict", PHOTO, "--model", TINY + "-fp16-stress", "--size", "28x42"), ("FP16 stress variant knows",)),
-], ids=["export", "real-weights", "fp16-ranges", "fp16-stress"])
+], ids=["onnx-fp16", "onnx-dynamic", "pte-int8", "real-weights", "fp16-ranges", "fp16-stress"])
 def test_what_is_not_built_yet_is_one_line(tmp_path, args, fragments):
     out = tmp_path / "out"
     r = run_cli(*args, *(("--out", out) if args[0] in ("export", "predict") else ()))
     assert_one_line_error(r, *fragments)
     assert not out.exists()
+
+
+def test_predict_colours_near_bright(tmp_path):
+    """DA3's output grows with distance (V2's relative output is inverse depth): predict's colour PNG still shows near
+    as bright, i.e. it colours the negated output; the .npy keeps the output as it is."""
+    from PIL import Image
+
+    from edgedepth.predict import colorize
+
+    r = run_cli("predict", PHOTO, "--model", TINY, "--size", "28x42", "--raw", "--out", tmp_path, "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    stem = os.path.splitext(os.path.basename(PHOTO))[0]
+    depth = np.load(tmp_path / f"{stem}_depth.npy")
+    png = np.asarray(Image.open(tmp_path / f"{stem}_depth.png").convert("RGB"))
+    assert np.array_equal(png, colorize(-depth)) and not np.array_equal(png, colorize(depth))

@@ -143,7 +143,8 @@ def cmd_predict(args) -> int:
         desc = f"predict ({runner.name}{', metres' if max_depth else ''})"
         with tqdm(total=len(args.images), file=sys.stderr, disable=args.quiet, desc=desc) as bar:
             written = predict(args.images, runner, args.output, raw=args.raw, progress=lambda _: bar.update(1),
-                              max_depth=max_depth, max_pixels=args.max_pixels)
+                              max_depth=max_depth, max_pixels=args.max_pixels,
+                              larger_is_farther=bool(member and member.larger_is_farther))
     for w in written:
         print(w)
     return 0

@@ -122,16 +122,18 @@ def colour_bar(rgb: np.ndarray, lo: float, hi: float, ticks: int = 5) -> np.ndar
     return np.asarray(canvas)
 
 
-def write_outputs(depth: np.ndarray, stem: str, out_dir: str, raw: bool, metric: bool = False) -> list[str]:
-    """Relative depth: colour PNG (bright = near, per-photo min-max), with ``raw`` a float .npy and a min-max 16-bit
-    PNG.  Metric depth (metres): colour PNG with a colour bar labelled in metres, with ``raw`` the .npy in metres and
-    a 16-bit PNG in millimetres (clipped at 65.535 m; a note on stderr says how much)."""
+def write_outputs(depth: np.ndarray, stem: str, out_dir: str, raw: bool, metric: bool = False,
+                  larger_is_farther: bool = False) -> list[str]:
+    """Relative depth: colour PNG (bright = near, per-photo min-max, whichever way the model's output grows:
+    ``larger_is_farther``), with ``raw`` the float .npy and a min-max 16-bit PNG of the output as it is.  Metric depth
+    (metres): colour PNG with a colour bar labelled in metres, with ``raw`` the .npy in metres and a 16-bit PNG in
+    millimetres (clipped at 65.535 m; a note on stderr says how much)."""
     written = []
     png = os.path.join(out_dir, f"{stem}_depth.png")
     if metric:      # bright = near, as for relative (inverse) depth
         _save_png(png, colour_bar(colorize(-depth), float(depth.min()), float(depth.max())))
     else:
-        _save_png(png, colorize(depth))
+        _save_png(png, colorize(-depth if larger_is_farther else depth))
     written.append(png)
     if raw:
         npy = os.path.join(out_dir, f"{stem}_depth.npy")
@@ -165,9 +167,10 @@ def validate_inputs(images: list[str], out_dir: str, max_pixels: int = MAX_PIXEL
 
 
 def predict(images: list[str], runner, out_dir: str, raw: bool = False, progress=None,
-            max_depth: float | None = None, max_pixels: int = MAX_PIXELS) -> list[str]:
+            max_depth: float | None = None, max_pixels: int = MAX_PIXELS, larger_is_farther: bool = False) -> list[str]:
     """Run ``runner`` on each image (checked first with :func:`validate_inputs`); returns the written paths.
-    ``max_depth``: the model is metric (metres, 0..max_depth): outputs in metres, see :func:`write_outputs`.
+    ``max_depth``: the model is metric (metres, 0..max_depth): outputs in metres, see :func:`write_outputs`;
+    ``larger_is_farther``: a relative model whose output grows with distance (``Member.larger_is_farther``).
     An output folder this call creates is removed again if it fails before writing anything."""
     with made_dir(out_dir):
         validate_inputs(images, out_dir, max_pixels)
@@ -179,7 +182,7 @@ def predict(images: list[str], runner, out_dir: str, raw: bool = False, progress
             if max_depth is not None:       # bicubic resizing may overshoot the head's 0..max_depth range
                 depth = np.clip(depth, 0.0, max_depth, out=depth)
             written += write_outputs(depth, os.path.splitext(os.path.basename(p))[0], out_dir, raw,
-                                     max_depth is not None)
+                                     max_depth is not None, larger_is_farther)
             if progress:
                 progress(p)
     return written

@@ -34,6 +34,7 @@ class Member:
     revision: str | None = None         # pinned where we can name it
     family: str = ""            # the family's name (set by the family's member table)
     semantics: str | None = None        # what the output is, when the family's head is not V2's (see output_semantics)
+    larger_is_farther: bool = False     # relative output that grows with distance (DA3's exp head; V2's is inverse)
 
     @property
     def is_metric(self) -> bool:

@@ -17,14 +17,22 @@ from typing import Callable
 
 from torch import nn
 
-from . import (center_residual_stream, da3_fold_layerscale, da3_rank4_attention, da3_static_rope,
+from . import (center_residual_stream, da3_concat_camera_token, da3_constant_uv_embedding, da3_drop_ray_head,
+               da3_fold_layerscale, da3_freeze_position_embedding, da3_rank4_attention, da3_static_rope,
                drop_attention_mask, fast_layernorm, fold_attention_scale, fold_layernorm_affine, fold_layerscale,
                fp16_safe, freeze_position_embedding, fuse_qkv, rank4_attention, rank_preserving_fc, split_large_conv,
                static_attention, symbolic_output_size, token_reassemble, unroll_heads)
+from ..errors import EdgedepthError
 from ..models import family_of
 from ._base import RewriteContext
 
 APPLIED_ATTR = "edgedepth_rewrites"    # names of the rewrites applied to a model, set by apply_rewrites
+
+
+class ForeignRewriteError(EdgedepthError, ValueError):
+    """Rewrites named for a model of another family: one line in the CLI (an export format whose default list names
+    one family's rewrites asks for them on every model: ONNX's and ExecuTorch's name V2's, so Depth Anything 3 stops
+    here)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +53,7 @@ def _r(module, default: bool = True) -> Rewrite:
 PIPELINE: list[Rewrite] = [
     _r(drop_attention_mask),
     _r(freeze_position_embedding),
-    _r(symbolic_output_size, default=False),   # dynamic H/W: the ONNX format's files (formats/onnx.py)
+    _r(symbolic_output_size, default=False),   # dynamic H/W: the ONNX format's files (formats/onnx/)
     _r(static_attention),
     _r(fold_attention_scale),
     _r(fold_layerscale),
@@ -62,6 +70,10 @@ PIPELINE: list[Rewrite] = [
     _r(da3_static_rope),            # Depth Anything 3 (issue 31): traceable RoPE
     _r(da3_rank4_attention),        # Depth Anything 3: no 5-D qkv reshape (GPU delegate: rank <= 4)
     _r(da3_fold_layerscale),        # Depth Anything 3: the LiteRT GPU delegate bug (benchmarks/gpu_hazards.py)
+    _r(da3_freeze_position_embedding),  # Depth Anything 3: no bicubic resize (GATHER_ND / BROADCAST_TO) in the graph
+    _r(da3_concat_camera_token),    # Depth Anything 3: no SELECT_V2 (GPU delegate rejects it)
+    _r(da3_drop_ray_head),          # Depth Anything 3: depth + confidence branch only
+    _r(da3_constant_uv_embedding),  # Depth Anything 3: no meshgrid (BROADCAST_TO) / sin / cos in the head
 ]
 
 REWRITES = {r.name: r for r in PIPELINE}
@@ -85,6 +97,15 @@ def default_names(model: nn.Module) -> list[str]:
     return [r.name for r in PIPELINE if r.default and family in r.families]
 
 
+def format_defaults(model: nn.Module, names) -> tuple[list[str], bool]:
+    """A format's default rewrites for ``model``: (the ``names`` of its family, True), or, when ``names`` hold none of
+    its family's (a list measured on another family, like ONNX's and ExecuTorch's on V2), (its family's pipeline
+    defaults, False)."""
+    family = family_of(model).name
+    own = [n for n in names if family in REWRITES[n].families]
+    return (own, True) if own else (default_names(model), False)
+
+
 def apply_rewrites(model: nn.Module, height: int, width: int, names: list[str] | None = None):
     """Run the pipeline (or the named subset, in pipeline order) on a copy of ``model``.
 
@@ -97,7 +118,9 @@ def apply_rewrites(model: nn.Module, height: int, width: int, names: list[str] |
             raise ValueError(f"unknown rewrite(s) {unknown}; known: {list(REWRITES)}")
         foreign = [n for n in names if family not in REWRITES[n].families]
         if foreign:
-            raise ValueError(f"rewrite(s) {foreign} do not apply to {family} models")
+            raise ForeignRewriteError(
+                f"rewrite(s) {foreign} do not apply to {family} models (theirs: {default_names(model)}); a format "
+                "whose default rewrites are another family's cannot export these models yet")
     ctx = RewriteContext(height, width)
     selected = [r for r in PIPELINE if (r.name in names if names is not None else r.default and family in r.families)]
     done = list(getattr(model, APPLIED_ATTR, ()))
@@ -132,4 +155,5 @@ def prepare(model: nn.Module, height: int, width: int, rewrites="default"):
     return DepthModule(out), report
 
 
-__all__ = ["PIPELINE", "REWRITES", "Rewrite", "RewriteContext", "apply_rewrites", "default_names", "prepare"]
+__all__ = ["PIPELINE", "REWRITES", "ForeignRewriteError", "Rewrite", "RewriteContext", "apply_rewrites",
+           "default_names", "format_defaults", "prepare"]

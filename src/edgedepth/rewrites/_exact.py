@@ -54,9 +54,10 @@ def exact_center(t: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.from_numpy(a - np.expand_dims(mean, dim))
 
 
-def _cubic_taps(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
-    """Source indices [n_out, 4] and weights [n_out, 4] of PyTorch's bicubic resize (A=-0.75, align_corners=False,
-    size given: scale = n_in / n_out), computed in float64 with Python arithmetic (no FMA contraction)."""
+def _cubic_taps(n_in: int, n_out: int, scale_factor: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Source indices [n_out, 4] and weights [n_out, 4] of PyTorch's bicubic resize (A=-0.75, align_corners=False;
+    size given: scale = n_in / n_out; ``scale_factor`` given, as F.interpolate passes it on: scale = 1 / scale_factor),
+    computed in float64 with Python arithmetic (no FMA contraction)."""
     a = -0.75
 
     def near(x):        # |x| <= 1
@@ -65,7 +66,7 @@ def _cubic_taps(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
     def far(x):         # 1 < |x| < 2
         return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
 
-    scale = n_in / n_out
+    scale = n_in / n_out if scale_factor is None else 1.0 / scale_factor
     idx = np.empty((n_out, 4), np.int64)
     wts = np.empty((n_out, 4), np.float64)
     for i in range(n_out):
@@ -77,8 +78,8 @@ def _cubic_taps(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
     return idx, wts
 
 
-def _resize_axis(x: np.ndarray, axis: int, n_out: int) -> np.ndarray:
-    idx, wts = _cubic_taps(x.shape[axis], n_out)
+def _resize_axis(x: np.ndarray, axis: int, n_out: int, scale_factor: float | None = None) -> np.ndarray:
+    idx, wts = _cubic_taps(x.shape[axis], n_out, scale_factor)
     x = np.moveaxis(x, axis, -1)
     out = np.zeros(x.shape[:-1] + (n_out,), np.float64)
     for k in range(4):                                          # fixed order of elementwise IEEE ops
@@ -86,9 +87,13 @@ def _resize_axis(x: np.ndarray, axis: int, n_out: int) -> np.ndarray:
     return np.moveaxis(out, -1, axis)
 
 
-def bicubic_resize(t: torch.Tensor, height: int, width: int) -> torch.Tensor:
+def bicubic_resize(t: torch.Tensor, height: int, width: int,
+                   scale_factor: tuple[float, float] | None = None) -> torch.Tensor:
     """Bicubic resize of [..., H, W] to [..., height, width] as ``F.interpolate(mode="bicubic", align_corners=False)``
     computes it, but in float64 with a fixed operation order: returns float64, equal to PyTorch's float64 result to
-    ~1e-15 and the same bytes on every CPU (PyTorch's own float32 kernel differs between CPU capabilities)."""
-    x = _resize_axis(_f64(t), -2, height)
-    return torch.from_numpy(np.ascontiguousarray(_resize_axis(x, -1, width)))
+    ~1e-15 and the same bytes on every CPU (PyTorch's own float32 kernel differs between CPU capabilities).
+    ``scale_factor`` (height, width): the factors F.interpolate was given instead of a size (DINOv2's
+    ``interpolate_offset``): they, not the sizes, place the source samples."""
+    sh, sw = scale_factor if scale_factor is not None else (None, None)
+    x = _resize_axis(_f64(t), -2, height, sh)
+    return torch.from_numpy(np.ascontiguousarray(_resize_axis(x, -1, width, sw)))

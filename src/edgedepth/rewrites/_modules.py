@@ -294,3 +294,187 @@ class DA3Attention(nn.Module):
             q, k = self.rope(q, pos), self.rope(k, pos)
         attn = torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1)
         return self.proj((attn @ v).permute(0, 2, 1, 3).reshape(b, n, c))
+
+
+class DA3MonoBackbone(nn.Module):
+    """Depth Anything 3's DinoV2 backbone for one view (S = 1), restated with two swappable parts; bit-identical to the
+    package's ``get_intermediate_layers`` (the same modules, the same ops in the same order: with one view its
+    rearranges are no-ops and global attention is attention over the view's tokens with the global RoPE positions).
+
+    ``pretrained`` is the package's ViT itself (blocks, norm, RoPE, tokens: the other da3_* rewrites keep walking it).
+    ``tokens``: None = the package's ``prepare_tokens_with_masks`` (position embedding resized at run time), or
+    :class:`DA3FrozenTokens` (``da3_freeze_position_embedding``).  ``camera``: None = the package's index assignment
+    ``x[:, :, 0] = cam_token`` (a SELECT_V2 in LiteRT), or :class:`DA3ConcatCameraToken` (``da3_concat_camera_token``).
+    """
+
+    def __init__(self, dinov2: nn.Module):
+        super().__init__()
+        self.pretrained = dinov2.pretrained
+        self.out_layers = list(dinov2.out_layers)
+        self.tokens: nn.Module | None = None
+        self.camera: nn.Module | None = None
+
+    @classmethod
+    def of(cls, model: nn.Module) -> "DA3MonoBackbone":
+        """``model.backbone`` as a DA3MonoBackbone, installed in place first if it is still the package's DinoV2
+        (callers pass their own deep copy)."""
+        if not isinstance(model.backbone, cls):
+            model.backbone = cls(model.backbone)
+        return model.backbone
+
+    def forward(self, x: torch.Tensor, cam_token=None, export_feat_layers=(), **kwargs):
+        vit = self.pretrained
+        b, s, _, h, w = x.shape
+        if s != 1 or cam_token is not None or export_feat_layers or kwargs.get("attn_mask") is not None:
+            raise ValueError("DA3MonoBackbone runs one view without camera conditions (the monocular model)")
+        t = vit.prepare_tokens_with_masks(x)[:, 0] if self.tokens is None else self.tokens(x[:, 0])   # [B, 1+N, C]
+        pos, pos_global = vit._prepare_rope(b, 1, h, w, x.device)
+        if pos is not None:
+            pos, pos_global = pos[:, 0], pos_global[:, 0]
+        outs, local = [], t
+        for i, blk in enumerate(vit.blocks):
+            is_global = vit.alt_start != -1 and i >= vit.alt_start and i % 2 == 1
+            p = None if i < vit.rope_start or vit.rope is None else (pos_global if is_global else pos)
+            if vit.alt_start != -1 and i == vit.alt_start:
+                if self.camera is None:                                   # the package's own statement
+                    t[:, 0] = vit.camera_token[:, :1].expand(b, -1, -1)[:, 0]
+                else:
+                    t = self.camera(t)
+            t = blk(t, pos=p, attn_mask=None)
+            if not is_global:
+                local = t
+            if i in self.out_layers:
+                outs.append(torch.cat([local, t], dim=-1) if vit.cat_token else t)
+        cams = [o[:, None, 0] for o in outs]                              # [B, 1, C']: the package's camera tokens
+        c = vit.embed_dim
+        if outs[0].shape[-1] == c:
+            outs = [vit.norm(o) for o in outs]
+        else:
+            outs = [torch.cat([o[..., :c], vit.norm(o[..., c:])], dim=-1) for o in outs]
+        outs = [o[:, None, 1 + vit.num_register_tokens:] for o in outs]   # [B, S=1, N, C']
+        return tuple(zip(outs, cams)), []
+
+
+class DA3ConcatCameraToken(nn.Module):
+    """Token 0 replaced by the reference view's camera token, by concatenation (``da3_concat_camera_token``): the same
+    values as the package's ``x[:, :, 0] = cam_token``, without LiteRT's SELECT_V2 (which the GPU delegate rejects)."""
+
+    def __init__(self, camera_token: torch.Tensor):
+        super().__init__()
+        self.register_buffer("token", camera_token[:, :1].detach().clone())       # [1, 1, C]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat((self.token.expand(x.shape[0], -1, -1).to(x.dtype), x[:, 1:]), dim=1)
+
+
+class DA3FrozenTokens(nn.Module):
+    """Depth Anything 3's patch embedding + CLS token + a position embedding precomputed for one input size
+    (``da3_freeze_position_embedding``): ``cat(cls, patches) + pos`` as ``cat(cls + pos[:1], patches + pos[1:])``,
+    element by element the same float adds (cf. :class:`FrozenEmbeddings`)."""
+
+    def __init__(self, patch_embed: nn.Module, cls_pos: torch.Tensor, patch_pos: torch.Tensor, height: int, width: int):
+        super().__init__()
+        self.patch_embed = patch_embed
+        self.register_buffer("cls_pos", cls_pos.detach().clone())        # [1, 1, C]
+        self.register_buffer("patch_pos", patch_pos.detach().clone())    # [1, N, C]
+        self.height, self.width = height, width
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        if tuple(pixel_values.shape[2:]) != (self.height, self.width):
+            raise ValueError(f"DA3FrozenTokens was frozen for {self.height}x{self.width}, "
+                             f"got {tuple(pixel_values.shape)}")
+        pe = self.patch_embed
+        p = pe.proj(pixel_values)                                        # [B, C, h, w]
+        patches = pe.norm(p.permute(0, 2, 3, 1).reshape(p.shape[0], -1, p.shape[1]))   # = flatten(2).transpose(1, 2)
+        return torch.cat((self.cls_pos.expand(p.shape[0], -1, -1), patches + self.patch_pos), dim=1)
+
+
+class DA3DepthHead(nn.Module):
+    """DualDPT's main (depth + confidence) branch only (``da3_drop_ray_head``): the package's ``_forward_impl`` for
+    those two outputs, the same modules and ops; the ray branch's fusion blocks and output convolutions are gone.
+    ``uv_embeds``: the five UV position embeddings (after each of the four projections and after the upsample), each
+    :class:`DA3UVEmbedding` (computed at run time, as the package) until ``da3_constant_uv_embedding`` swaps them."""
+
+    AUX = ("refinenet1_aux", "refinenet2_aux", "refinenet3_aux", "refinenet4_aux", "output_conv1_aux",
+           "output_conv2_aux")
+
+    def __init__(self, dpt: nn.Module):
+        super().__init__()
+        self.patch_size, self.down_ratio = dpt.patch_size, dpt.down_ratio
+        self.activation, self.conf_activation = dpt.activation, dpt.conf_activation
+        self.head_main = dpt.head_main
+        self.intermediate_layer_idx = tuple(dpt.intermediate_layer_idx)
+        self.norm, self.projects, self.resize_layers = dpt.norm, dpt.projects, dpt.resize_layers
+        self.scratch = dpt.scratch
+        for name in self.AUX:
+            if hasattr(self.scratch, name):
+                delattr(self.scratch, name)
+        self.uv_embeds = nn.ModuleList([DA3UVEmbedding() for _ in range(5)]) if dpt.pos_embed else None
+
+    def forward(self, feats, H: int, W: int, patch_start_idx: int, chunk_size: int = 8) -> dict:
+        b, s, n, c = feats[0][0].shape
+        feats = [f[0].reshape(b * s, n, c) for f in feats]
+        ph, pw = H // self.patch_size, W // self.patch_size
+        resized = []
+        for stage, take in enumerate(self.intermediate_layer_idx):
+            x = self.norm(feats[take][:, patch_start_idx:])
+            x = self.projects[stage](x.permute(0, 2, 1).reshape(b * s, c, ph, pw))
+            if self.uv_embeds is not None:
+                x = self.uv_embeds[stage](x, W, H)
+            resized.append(self.resize_layers[stage](x))
+        sc = self.scratch
+        l1, l2, l3, l4 = (rn(r) for rn, r in zip((sc.layer1_rn, sc.layer2_rn, sc.layer3_rn, sc.layer4_rn), resized))
+        out = sc.refinenet4(l4, size=l3.shape[2:])
+        out = sc.refinenet3(out, l3, size=l2.shape[2:])
+        out = sc.refinenet2(out, l2, size=l1.shape[2:])
+        out = sc.output_conv1(sc.refinenet1(out, l1))
+        h_out, w_out = int(ph * self.patch_size / self.down_ratio), int(pw * self.patch_size / self.down_ratio)
+        from depth_anything_3.model.dualdpt import DualDPT
+        from depth_anything_3.model.utils.head_utils import custom_interpolate
+
+        out = custom_interpolate(out, (h_out, w_out), mode="bilinear", align_corners=True)
+        if self.uv_embeds is not None:
+            out = self.uv_embeds[4](out, W, H)
+        fmap = sc.output_conv2(out).permute(0, 2, 3, 1)
+        activate = DualDPT._apply_activation_single        # reads only its arguments
+        depth = activate(self, fmap[..., :-1], self.activation).squeeze(-1)
+        conf = activate(self, fmap[..., -1], self.conf_activation)
+        return {self.head_main: depth.reshape(b, s, *depth.shape[1:]),
+                f"{self.head_main}_conf": conf.reshape(b, s, *conf.shape[1:])}
+
+
+class DA3UVEmbedding(nn.Module):
+    """DualDPT's ``_add_pos_embed`` (ratio 0.1): a sin/cos embedding of a normalised UV grid of the feature map's size,
+    added to it; computed at run time with the package's functions (meshgrid: BROADCAST_TO in LiteRT)."""
+
+    ratio = 0.1
+
+    def forward(self, x: torch.Tensor, W: int, H: int) -> torch.Tensor:
+        from depth_anything_3.model.utils.head_utils import create_uv_grid, position_grid_to_embed
+
+        pw, ph = x.shape[-1], x.shape[-2]
+        pe = create_uv_grid(pw, ph, aspect_ratio=W / H, dtype=x.dtype, device=x.device)
+        pe = position_grid_to_embed(pe, x.shape[1]) * self.ratio
+        return x + pe.permute(2, 0, 1)[None].expand(x.shape[0], -1, -1, -1)
+
+
+class DA3SeparableUVEmbedding(nn.Module):
+    """:class:`DA3UVEmbedding` for one feature-map size as two constants (``da3_constant_uv_embedding``): the first
+    C/2 channels of the embedding depend only on the column, the last C/2 only on the row, so it is
+    ``cat(x[:, :C/2] + u, x[:, C/2:] + v)`` with ``u`` [1, C/2, 1, w] and ``v`` [1, C/2, h, 1]: the same one add per
+    element (bit-identical), C/2*(h+w) values stored instead of C*h*w, no meshgrid/sin/cos in the graph, and the
+    runtime tensor first at full rank in both ADDs (no GPU hazard).  Not ``x + u' + v'`` with zero-padded
+    [1, C, 1, w] / [1, C, h, 1] constants: the converter folds ``u' + v'`` into one full [1, h, w, C] constant
+    (34 MB for the final map of DA3-Small at 518x518, measured)."""
+
+    def __init__(self, u: torch.Tensor, v: torch.Tensor, W: int, H: int):
+        super().__init__()
+        self.register_buffer("u", u.detach().clone())        # [1, C/2, 1, w]
+        self.register_buffer("v", v.detach().clone())        # [1, C/2, h, 1]
+        self.size = (int(H), int(W))
+
+    def forward(self, x: torch.Tensor, W: int, H: int) -> torch.Tensor:
+        if (H, W) != self.size or tuple(x.shape[-2:]) != (self.v.shape[-2], self.u.shape[-1]):
+            raise ValueError(f"UV embedding frozen for {self.size[0]}x{self.size[1]}, got {H}x{W} / {tuple(x.shape)}")
+        half = self.u.shape[1]
+        return torch.cat((x[:, :half] + self.u, x[:, half:] + self.v), dim=1)

@@ -30,7 +30,7 @@ import numpy as np
 from ... import interrupt, runtimes
 from ...errors import EdgedepthError
 from ...fsutil import atomic_path, write_bytes_atomic
-from ...models import DEFAULT_STEM
+from ...models import DEFAULT_STEM, family_of
 from ...preprocess import DEFAULT_SIZE, parse_size
 from ...progress import quiet_output as _quiet
 from ..base import CardContext, CliOption, Exported, Format, ReleaseStep, recipe_field
@@ -415,7 +415,7 @@ class Onnx(Format):
         (activations rescaled by exact powers of two to fit float16; the plain export has none).  ``dynamic_size``:
         symbolic H and W (default rewrites :data:`DYNAMIC_REWRITES`; fp16_safe's plan is probed at ``height`` x
         ``width``); the file records ``height`` x ``width`` as the size edgedepth runs it at."""
-        from ...rewrites import prepare
+        from ...rewrites import REWRITES, format_defaults, prepare
 
         dynamic = dynamic_size
         bad = [p for p in precisions if p not in PRECISIONS]
@@ -426,8 +426,15 @@ class Onnx(Format):
             _need("onnxruntime", "onnxruntime")  # before any file is written: no FP32 file left behind later
         progress = progress or (lambda stage: None)
         progress("rewrites" if rewrites else "rewrites: off (plain)")
-        chosen = (list(DYNAMIC_REWRITES if dynamic else DEFAULT_REWRITES) if rewrites == "default"
-                  else list(rewrites or ()))
+        chosen = list(rewrites or ())
+        if rewrites == "default":
+            chosen, own = format_defaults(model, DYNAMIC_REWRITES if dynamic else DEFAULT_REWRITES)
+            if dynamic and not own:     # its family's defaults fix the size (no symbolic_output_size for it yet)
+                raise EdgedepthError(f"--dynamic-size: {family_of(model).title} ONNX files have a fixed size yet; "
+                                     "export without --dynamic-size")
+            if "fp16" in precisions and family_of(model).name not in REWRITES["fp16_safe"].families:
+                raise EdgedepthError(f"ONNX FP16 needs the fp16_safe rewrite, which does not know "
+                                     f"{family_of(model).title} models yet: --precision fp32,int8")
         if dynamic and "freeze_position_embedding" in chosen:
             raise EdgedepthError("freeze_position_embedding fixes one input size: it cannot go into a dynamic-size "
                                  "file")

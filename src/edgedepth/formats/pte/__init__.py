@@ -265,7 +265,11 @@ def _quantize_dynamic_int8(module, sample, int8_ops: str):
         quantizer.set_global(cfg)
     gm = torch.export.export(module, (sample,), strict=False).module()
     prepared = prepare_pt2e(gm, quantizer)
-    prepared(sample)  # dynamic: activations are quantised per call; this only runs the weight observers
+    try:
+        prepared(sample)  # dynamic: activations are quantised per call; this only runs the weight observers
+    except RuntimeError as e:   # e.g. Depth Anything 3: its rotary tables' integer indices come out of prepare as float
+        raise EdgedepthError(f"ExecuTorch dynamic INT8 fails on this model in XNNPACKQuantizer's prepared graph "
+                             f"({' '.join(str(e).split())[:120]}); export --precision fp32") from None
     return convert_pt2e(prepared)
 
 
@@ -421,7 +425,9 @@ class ExecuTorch(Format):
                backends=("xnnpack",)) -> list[Exported]:
         """Every (backend, precision) pair that exists (INT8: XNNPACK only)."""
         backends = tuple(backends or ("xnnpack",))
-        names = DEFAULT_REWRITES if rewrites == "default" else tuple(rewrites or ())
+        from ...rewrites import format_defaults
+
+        names = tuple(format_defaults(model, DEFAULT_REWRITES)[0]) if rewrites == "default" else tuple(rewrites or ())
         stats = export(model, height, width, out_dir, backends, precisions, rewrites=names, verbose=verbose,
                        progress=progress, stem=stem)
         return [Exported(st["path"], "pte", precision, backend, list(st.get("rewrites", names)), st)

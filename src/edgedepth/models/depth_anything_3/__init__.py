@@ -3,9 +3,11 @@ attention and a camera token, DualDPT head), monocular: :mod:`.mono`.
 
 I/O contract: ``pixel_values`` float32 [1, 3, H, W], RGB, /255, ImageNet mean/std (the package's input processor),
 H and W multiples of 14 -> ``predicted_depth`` [1, H, W], relative depth (exp head: > 0, larger = farther) and a
-confidence [1, H, W] (>= 1) that the files do not carry yet.  Export is refused until its graph runs on the GPU
-delegate (issue 31; docs/spikes/depth-anything-3.md).  With the da3_* rewrites it converts, but the camera token's
-SELECT_V2 and the position embeddings' GATHER_ND / BROADCAST_TO still fall back to the CPU (SwiftShader).
+confidence [1, H, W] (>= 1) that the files do not carry yet.  Exports through the da3_* rewrites (issue 31;
+docs/spikes/depth-anything-3.md): static RoPE, rank-4 attention, folded LayerScale, a frozen ViT position
+embedding, the camera token by concatenation, no ray branch and separable constant UV embeddings in the head; the
+LiteRT file then runs wholly on the GPU delegate (SwiftShader: tests/test_depth_anything_3.py,
+benchmarks/da3_delegation.py).
 """
 
 from __future__ import annotations
@@ -29,9 +31,7 @@ class DepthAnything3(ModelFamily):
     members = MEMBERS
     synthetic = SYNTHETIC
     mean, std, patch = MEAN, STD, PATCH
-    export_blocker = ("Depth Anything 3 files cannot be exported yet: it converts, but its graph is not GPU-ready (5-D "
-                      "attention reshapes, the camera token's select, position-embedding resizes run on the CPU; "
-                      "issue 31)")
+    export_blocker = None       # issue 31: the da3_* rewrites make its graph GPU-ready
 
     def owns_model(self, model: nn.Module) -> bool:
         mono = sys.modules.get(__name__ + ".mono")      # not imported yet: no model of this family exists

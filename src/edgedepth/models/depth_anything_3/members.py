@@ -41,7 +41,7 @@ TINY = Arch("da3-small", embed_dim=32, depth=4, num_heads=2, out_layers=(0, 1, 2
             out_channels=(8, 16, 24, 32))
 
 _HF = "depth-anything/"
-_member = functools.partial(Member, family=NAME, semantics=OUTPUT_SEMANTICS)
+_member = functools.partial(Member, family=NAME, semantics=OUTPUT_SEMANTICS, larger_is_farther=True)
 MEMBERS: dict[str, Member] = {m.name: m for m in (
     _member("da3-small", _HF + "DA3-SMALL", SMALL, APACHE),
     _member("da3-base", _HF + "DA3-BASE", BASE, APACHE),
