@@ -89,10 +89,10 @@ def test_members_and_licences():
 
 
 def test_only_its_own_rewrites_run_on_it(tiny):
-    """By default only the rewrites declared for Depth Anything 3 run (V2's know HF DINOv2 / DPT structure); a V2
-    rewrite named for it is refused."""
+    """By default only the rewrites declared for Depth Anything 3 run (V2's know HF DINOv2 / DPT structure; the one
+    shared, rank_preserving_fc, walks both); a V2-only rewrite named for it is refused."""
     out, report = apply_rewrites(tiny.model, *SIZE)
-    assert [r["name"] for r in report] == ["da3_static_rope", "da3_rank4_attention", "da3_fold_layerscale",
+    assert [r["name"] for r in report] == ["rank_preserving_fc", "da3_static_rope", "da3_rank4_attention", "da3_fold_layerscale",
                                            "da3_freeze_position_embedding", "da3_concat_camera_token",
                                            "da3_drop_ray_head", "da3_constant_uv_embedding"]
     assert out is not tiny.model
@@ -125,6 +125,16 @@ def test_rank4_attention_is_within_fp32_noise(tiny, x):
     assert all(type(b.attn).__name__ == "DA3Attention" for b in out.backbone.pretrained.blocks)
     ref64 = float64_reference(tiny.model, x.numpy())
     assert_within_fp32_noise(_depth(out, x), ref64, _depth(tiny.model, x), what="da3_rank4_attention")
+
+
+def test_rank_preserving_fc_is_within_fp32_noise(tiny, x):
+    """rank_preserving_fc (shared with V2): every block Linear as F.linear + bias, so the INT8 file's FULLY_CONNECTEDs
+    keep rank 3 (without it the GPU delegate refuses the DA3 INT8 file: "Unable to parse bc coord for BATCH axis");
+    within the FP32-noise factor."""
+    out, report = apply_rewrites(tiny.model, *SIZE, names=["rank_preserving_fc"])
+    assert report[0]["changed"] == 4 * len(tiny.model.backbone.pretrained.blocks)     # qkv, proj, fc1, fc2
+    ref64 = float64_reference(tiny.model, x.numpy())
+    assert_within_fp32_noise(_depth(out, x), ref64, _depth(tiny.model, x), what="rank_preserving_fc")
 
 
 def test_fold_layerscale_is_within_fp32_noise(tiny, x):
@@ -233,8 +243,11 @@ def test_litert_file_runs_wholly_on_the_gpu_delegate(tiny, x, tmp_path):
     right output: docs/spikes/depth-anything-3/bisect_FINDINGS.md)."""
     from edgedepth import formats
 
-    (f,) = formats.export(tiny.model, *SIZE, str(tmp_path), target_name="litert", precisions=("fp32",),
-                          stem=tiny.file_stem)
+    f, *quantised = formats.export(tiny.model, *SIZE, str(tmp_path), target_name="litert",
+                                   precisions=("fp32", "fp16", "int8"), stem=tiny.file_stem)
+    for q in quantised:     # FP16 weights and dynamic INT8 compile wholly on the GPU too
+        g = formats.open_artifact(q.path).gpu_check()
+        assert g["fully_delegated"] and g["cpu_ops"] == 0, (q.precision, g.get("error"))
     art = formats.open_artifact(f.path)
     assert art.info["gpu_hazards"]["count"] == 0, art.info["gpu_hazards"]
     assert not {"SELECT_V2", "GATHER_ND", "BROADCAST_TO", "SIN", "COS"} & set(art.info["op_histogram"])
@@ -273,10 +286,11 @@ def test_onnx_and_executorch_files_match_pytorch(tiny, x, tmp_path, target):
     (("export", "--model", TINY, "--size", "28x42", "--target", "onnx", "--dynamic-size"), ("fixed size",)),
     (("export", "--model", TINY, "--size", "28x42", "--target", "executorch", "--precision", "int8"),
      ("XNNPACKQuantizer", "--precision fp32")),
+    (("export", "--model", TINY, "--size", "28x42", "--fp16-safe"), ("fp16_safe", "do not apply to depth_anything_3")),
     (("export", "--model", "da3-small"), ("depth-anything/DA3-SMALL", "not supported yet", "synthetic-da3-small")),
     (("inspect", "--ranges", "--model", TINY, "--size", "28x42", "--images", "1"), ("not of Depth Anything 3",)),
     (("predict", PHOTO, "--model", TINY + "-fp16-stress", "--size", "28x42"), ("FP16 stress variant knows",)),
-], ids=["onnx-fp16", "onnx-dynamic", "pte-int8", "real-weights", "fp16-ranges", "fp16-stress"])
+], ids=["onnx-fp16", "onnx-dynamic", "pte-int8", "fp16-safe", "real-weights", "fp16-ranges", "fp16-stress"])
 def test_what_is_not_built_yet_is_one_line(tmp_path, args, fragments):
     out = tmp_path / "out"
     r = run_cli(*args, *(("--out", out) if args[0] in ("export", "predict") else ()))
@@ -297,3 +311,99 @@ def test_predict_colours_near_bright(tmp_path):
     depth = np.load(tmp_path / f"{stem}_depth.npy")
     png = np.asarray(Image.open(tmp_path / f"{stem}_depth.png").convert("RGB"))
     assert np.array_equal(png, colorize(-depth)) and not np.array_equal(png, colorize(depth))
+
+
+# ------------------------------------------------------------------------------------------------ the release
+
+
+DA3_RECIPE = "recipes/depth-anything-3-small.py"
+
+
+@pytest.fixture(scope="module")
+def da3_release(tmp_path_factory):
+    """The DA3 tiny release (its own recipe, synthetic-da3-tiny at 28x42, 2 parity images, GPU check), built once by
+    the recipe file as a user runs it; ~2 min on 2 cores."""
+    out = tmp_path_factory.mktemp("da3_release") / "release"
+    r = subprocess.run([sys.executable, DA3_RECIPE, "--model", TINY, "--sizes", "28x42", "--parity-images", "2",
+                        "--quiet", "--out", str(out)], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out
+
+
+def test_da3_release_builds_and_verifies(da3_release):
+    import json
+
+    from edgedepth.release.recipe import load_recipe
+
+    assert load_recipe(DA3_RECIPE).base_model == MEMBERS["da3-small"].hub_id
+    r = run_cli("verify", da3_release)
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = json.loads((da3_release / "manifest.json").read_text())
+    assert m["model"] == {"family_member": "da3-small", "hub_id": "depth-anything/DA3-SMALL", "kind": "relative",
+                          "max_depth_m": None, "license": "apache-2.0",
+                          "output_semantics": MEMBERS["da3-small"].output_semantics}
+    models = {(f["format"], f["precision"], f["input"]["dtype"]) for f in m["files"] if "input" in f}
+    assert models == {("tflite", "fp32", "float32"), ("tflite", "fp16", "float32"), ("tflite", "int8", "float32"),
+                      ("tflite", "fp16", "uint8"), ("pte", "fp32", "float32")}
+    assert all(f["gpu_fully_delegated"] for f in m["files"] if f.get("format") == "tflite")
+    assert not any(f.get("format") == "onnx" for f in m["files"])
+    assert "depth-anything-3 package" in m["parity_method"]["reference"]
+    assert {"README.md", "LICENSE", "NOTICE"} <= {f["path"] for f in m["files"]}
+    licence = (da3_release / "LICENSE").read_text()
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
+    notice = (da3_release / "NOTICE").read_text()
+    assert notice.startswith("files derived from Depth Anything 3 Small\n", len("This folder contains "))
+    assert "V2" not in notice and "transformers" not in notice and "interpolate_pos_encoding" in notice
+
+
+def test_da3_card_tells_the_truth_about_da3(da3_release):
+    """The card names DA3 (paper, citation from the package's README, tag, recipe, output that grows with distance) and
+    never V2; it is the one render_model_card makes from the manifest."""
+    import json
+
+    from test_model_card import code_blocks, front_matter
+
+    from edgedepth.release.modelcard import render_model_card
+
+    text = (da3_release / "README.md").read_text()
+    assert text == render_model_card(json.loads((da3_release / "manifest.json").read_text()))
+    fm = front_matter(text)
+    assert fm["license"] == "apache-2.0" and fm["base_model"] == "depth-anything/DA3-SMALL"
+    assert "depth-anything-3" in fm["tags"] and "depth-anything-v2" not in fm["tags"]
+    assert "[Depth Anything 3](https://arxiv.org/abs/2511.10647) Small:" in text
+    (bib,) = [b for lang, b in code_blocks(text) if lang == "bibtex"]
+    assert bib.startswith("@article{depthanything3,") and "arXiv:2511.10647" in bib
+    assert "larger = farther" in text and "inverse depth" not in text and "larger = closer" not in text
+    assert "python recipes/depth-anything-3-small.py --out DIR" in text
+    assert "Apache-2.0 (see `LICENSE`)" in text
+    for v2 in ("V2", "2406.09414", "depth_anything_v2", "depth-anything-v2", "(transformers)",
+               "DPT head can overflow"):
+        assert v2 not in text, v2
+
+
+def test_da3_card_litert_block_runs_as_written(da3_release, tmp_path):
+    """The card's LiteRT snippet, as written, in a copy of the folder with a photo: the file's [H, W] depth, finite,
+    from the very pixels edgedepth.preprocess makes; its comment says what the output is."""
+    import shutil
+
+    from test_model_card import _check_python, _ok, _photo, code_blocks, run_python_block
+
+    (block,) = [b for lang, b in code_blocks((da3_release / "README.md").read_text())
+                if lang == "python" and "ai_edge_litert" in b]
+    assert block.count("USE_GPU = False") == 1 and "# relative depth, larger = farther\n" in block
+    folder = tmp_path / "depth-anything-3-small-edgedepth"
+    shutil.copytree(da3_release, folder)
+    _photo(folder / "photo.jpg")
+    _check_python(_ok(run_python_block(block, folder), "DA3 LiteRT block"), SIZE, "DA3 LiteRT block")
+
+
+@pytest.mark.parametrize("recipe,model,fragments", [
+    (DA3_RECIPE, "synthetic-tiny", ("is for depth-anything/DA3-SMALL", "use recipes/depth-anything-v2-small.py")),
+    ("recipes/depth-anything-v2-small.py", TINY, ("--model synthetic-da3-tiny is da3-small",
+                                                  "use recipes/depth-anything-3-small.py")),
+], ids=["v2-model-da3-recipe", "da3-model-v2-recipe"])
+def test_a_recipe_names_the_members_own_recipe(tmp_path, recipe, model, fragments):
+    r = run_cli("release", "--recipe", recipe, "--out", tmp_path / "rel", "--model", model, "--sizes", "28x42",
+                "--parity-images", "0", "--no-gpu-check")
+    assert_one_line_error(r, *fragments)
+    assert not (tmp_path / "rel").exists()

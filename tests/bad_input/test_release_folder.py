@@ -149,7 +149,9 @@ def test_injected_build_failure_leaves_earlier_release_intact(tmp_path, monkeypa
     def full_disk(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("edgedepth.formats.export", full_disk)
+    from edgedepth import formats
+
+    monkeypatch.setattr(type(formats.FORMATS[0]), "export", full_disk)     # the first format's files: the first write
     with pytest.raises(OSError, match="No space left"):
         build(from_dict(TINY), str(tmp_path / "rel"), gpu_check=False)
     assert snapshot(tmp_path / "rel") == before and os.listdir(tmp_path) == ["rel"]

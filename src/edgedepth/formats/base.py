@@ -96,6 +96,7 @@ class CardContext:
     name: str                   # the release's name (the folder transformers.js loads)
     metric: bool                # depth in metres (else relative)
     example: dict | None        # the card's example file: the FP32 float-input .tflite of the first size
+    semantics: str = "relative inverse depth, larger = closer"  # the output's meaning, short (a code comment's)
 
 
 class Format:

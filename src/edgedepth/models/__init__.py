@@ -46,7 +46,11 @@ def family_of_model_type(model_type) -> ModelFamily | None:
 
 def family_of_hub_id(hub_id: str) -> ModelFamily:
     m = member_of_hub_id(hub_id)
-    return next(f for f in FAMILIES if f.name == m.family) if m else DEFAULT_FAMILY
+    return family_of_member(m) if m else DEFAULT_FAMILY
+
+
+def family_of_member(member: Member) -> ModelFamily:
+    return next(f for f in FAMILIES if f.name == member.family)
 
 
 def member_of_hub_id(hub_id: str) -> Member | None:
@@ -70,5 +74,5 @@ def model_types() -> list[str]:
 
 __all__ = ["APACHE", "CC_BY_NC", "Checkpoint", "DEFAULT_FAMILY", "DEFAULT_HF_ID", "DEFAULT_MODEL", "DEFAULT_REVISION",
            "DEFAULT_STEM", "DEPTH_ANYTHING_3", "DEPTH_ANYTHING_V2", "FAMILIES", "MEMBERS", "Member",
-           "ModelFamily", "SYNTHETIC", "encoder_layers", "family_of", "family_of_hub_id", "family_of_model_type",
-           "family_of_synthetic", "member_of_file_name", "member_of_hub_id", "model_types"]
+           "ModelFamily", "SYNTHETIC", "encoder_layers", "family_of", "family_of_hub_id", "family_of_member",
+           "family_of_model_type", "family_of_synthetic", "member_of_file_name", "member_of_hub_id", "model_types"]

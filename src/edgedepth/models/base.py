@@ -108,6 +108,15 @@ class ModelFamily(abc.ABC):
     std: tuple[float, float, float]
     patch: int                  # H and W must be multiples of it
     export_blocker: str | None = None   # why its models cannot be exported yet (None: they can)
+    # What a release's card and NOTICE say about it (edgedepth.release: generated from manifest.json, which names the
+    # member; these are the family's constant texts)
+    card_title: str = ""        # its published name: "Depth Anything V2"
+    hub_tag: str = ""           # the card's Hub tag: "depth-anything-v2"
+    paper: str = ""             # the paper's address
+    citation: str = ""          # the BibTeX its authors ask for
+    implementation: str = ""    # the PyTorch code the parity reference runs: "transformers"
+    size_notice: str = ""       # NOTICE: what a fixed input size does to the graph (after "fixed input sizes ")
+    fp16_note: str = ""         # the card's limitation on FP16 compute (after "...under its default precision; ")
 
     @abc.abstractmethod
     def owns_model(self, model: nn.Module) -> bool:
@@ -132,6 +141,18 @@ class ModelFamily(abc.ABC):
     @abc.abstractmethod
     def encoder_layers(self, model: nn.Module):
         """The transformer blocks the rewrites walk (for the original and the rewritten backbone)."""
+
+    def member_title(self, member_name: str) -> str:
+        """The member in prose, after :attr:`card_title`: "Small", "Metric Indoor Small"."""
+        return member_name.replace("-", " ").title()
+
+    def card_about(self, info: dict) -> str:
+        """The card's description of the member (``info``: the manifest's "model"), after "<title> <member>: "."""
+        return f"predicting {info['output_semantics']} from one RGB image"
+
+    def recipe_file(self, member: Member) -> str:
+        """The member's release recipe, named after its file stem: ``recipes/depth-anything-v2-small.py``."""
+        return "recipes/" + member.file_stem.replace("_", "-") + ".py"
 
     def member_of_file_name(self, path: str) -> Member | None:
         """The member an exported file's name says it came from (``<stem>_<H>x<W>_...``), or None (renamed file)."""

@@ -26,7 +26,7 @@ from ..verify import records
 from ..verify.bench import environment
 from ..verify.validate import validate
 from . import manifest as mf, outdir
-from .modelcard import render_model_card
+from .modelcard import release_family, render_model_card
 from .recipe import Recipe
 from .recommend import recommend
 
@@ -134,7 +134,7 @@ def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewri
             "rewrites": rewrite_reports, "versions": _versions(),
         },
         "parity_method": {
-            "reference": "PyTorch eager (transformers) FP32 on the same preprocessed inputs, CPU",
+            "reference": f"PyTorch eager ({ckpt.family.implementation}) FP32 on the same preprocessed inputs, CPU",
             "metric": "pooled relative L2 over all images; per-image max/p95; Pearson; AbsRel and delta<1.25 after "
                       "least-squares scale-and-shift alignment",
             "backend": "ai_edge_litert CompiledModel / executorch.runtime, CPU, 2 threads",
@@ -232,10 +232,11 @@ def _model_info(ckpt, recipe: Recipe) -> dict:
     the recipe is for (its card, licence and measured data are that member's)."""
     m = ckpt.member
     if m is None:
-        raise EdgedepthError(f"{ckpt.name}: not a known Depth Anything V2 architecture, so its licence and output "
-                             "are unknown; release one of edgedepth.models' members")
+        raise EdgedepthError(f"{ckpt.name}: not a known {ckpt.family.card_title if ckpt.family else 'model'} "
+                             "architecture, so its licence and output are unknown; release one of edgedepth.models' "
+                             "members")
     if m.hub_id.lower() != recipe.base_model.lower():
-        own = os.path.join("recipes", m.file_stem.replace("_", "-") + ".py")   # recipes are named after the stem
+        own = ckpt.family.recipe_file(m)        # recipes are named after the member
         hint = f"use {own}" if os.path.isfile(os.path.join(os.path.dirname(recipe.path or "."), os.path.basename(own))) \
             else "no recipe releases it yet"
         raise EdgedepthError(f"recipe {os.path.basename(recipe.path) or recipe.name} is for {recipe.base_model}, but "
@@ -271,10 +272,11 @@ def _notice_text(manifest: dict) -> str:
     sizes = sorted({s for r in p["rewrites"].values() for s in r})
     info = manifest.get("model") or {}
     member = info.get("family_member", "small")
+    family = release_family(info)[0]
     licence = ("licensed under the Apache License, Version 2.0" if info.get("license", "apache-2.0") == "apache-2.0"
                else "licensed under CC BY-NC 4.0 (non-commercial use only)")
     return (
-        f"This folder contains files derived from Depth Anything V2 {member.replace('-', ' ').title()}\n"
+        f"This folder contains files derived from {family.card_title} {family.member_title(member)}\n"
         f"(base model: {p['base_model']}), {licence}.\n\n"
         f"Weights used: {src}\n\n"
         "Modifications (made by edgedepth, " + p["versions"].get("edgedepth", "?") + "):\n"
@@ -282,5 +284,5 @@ def _notice_text(manifest: dict) -> str:
                   if any(f.get("format") == fmt.name for f in manifest["files"]))
         + "- graph rewrites before conversion, each exact up to float rounding unless stated in the model card:\n"
         + "".join(f"  - {name}\n" for name in sizes)
-        + "- fixed input sizes (position embedding interpolated once per size, bicubic, as transformers does).\n"
+        + f"- fixed input sizes {family.size_notice}.\n"
     )

@@ -9,14 +9,7 @@ import dataclasses
 
 from ..formats import FORMATS, entry_format
 from ..formats.base import CardContext
-
-PAPER = "https://arxiv.org/abs/2406.09414"
-CITATION = """@article{depth_anything_v2,
-  title={Depth Anything V2},
-  author={Yang, Lihe and Kang, Bingyi and Huang, Zilong and Zhao, Zhen and Xu, Xiaogang and Feng, Jiashi and Zhao, Hengshuang},
-  journal={arXiv:2406.09414},
-  year={2024}
-}"""
+from ..models import DEFAULT_FAMILY, MEMBERS, Member, ModelFamily, family_of_member, member_of_hub_id
 
 
 def _mb(n: int) -> str:
@@ -41,9 +34,9 @@ def _sizes_text(models: list[dict]) -> str:
 def _how_to_run(c: "_Card") -> list[str]:
     """Each format's snippets (``Format.card_how_to``), in the card's order (``Format.card_order``)."""
     L = ["## How to run", "",
-         "Each Python snippet runs as written inside this folder, with a photo named `photo.jpg` in it "
-         "(the transformers.js one: from the folder's parent, see its first line).", ""]
-    ctx = CardContext(c.m["name"], c.metric, c.example)
+         "Each Python snippet runs as written inside this folder, with a photo named `photo.jpg` in it"
+         + (" (the transformers.js one: from the folder's parent, see its first line)." if c.onnx_files else "."), ""]
+    ctx = CardContext(c.m["name"], c.metric, c.example, short_semantics(c.info["output_semantics"]))
     for fmt in sorted(FORMATS, key=lambda f: f.card_order):
         files = [f for f in c.models if entry_format(f) is fmt]
         L += fmt.card_how_to(files, ctx) if files else []
@@ -61,6 +54,8 @@ class _Card:
     example: dict | None        # the FP32 float-input .tflite of the first size: the one the snippets run
     info: dict                  # the manifest's "model": family member, kind, licence, output semantics
     synthetic: bool
+    family: ModelFamily         # the member's family: the card's title, paper, citation, tag
+    member: Member | None       # None: a member this edgedepth does not know (the family's defaults then)
 
     @property
     def prov(self) -> dict:
@@ -83,9 +78,25 @@ def _card(m: dict) -> _Card:
     floats = [f for f in tflites if f["input"]["dtype"] == "float32"] or tflites
     example = next((f for f in floats if f["precision"] == "fp32" and f["size"] == first_size),
                    next((f for f in floats if f["precision"] == "fp32"), floats[0] if floats else None))
-    info = m.get("model") or {"family_member": "small", "kind": "relative", "license": "apache-2.0"}
+    info = m.get("model") or {"family_member": "small", "kind": "relative", "license": "apache-2.0",
+                              "output_semantics": "relative inverse depth, larger = closer"}
+    family, member = release_family(info)
     return _Card(m, models, [f for f in models if entry_format(f).hub_layout], tflites, example, info,
-                 prov["checkpoint"]["source"] == "synthetic")
+                 prov["checkpoint"]["source"] == "synthetic", family, member)
+
+
+def release_family(info: dict) -> tuple[ModelFamily, Member | None]:
+    """The family and member a manifest's "model" names (by hub id, else member name); an unknown member: the
+    default family, None."""
+    member = (member_of_hub_id(info["hub_id"]) if info.get("hub_id") else None) \
+        or MEMBERS.get(info.get("family_member", "small"))
+    return (family_of_member(member) if member else DEFAULT_FAMILY), member
+
+
+def short_semantics(semantics: str) -> str:
+    """The output's meaning without its parenthesised or appended details, for a code comment: "relative depth,
+    larger = farther" of "relative depth, larger = farther (exp head, > 0); a second output, ..."."""
+    return semantics.split(" (")[0].split(";")[0].strip()
 
 
 def _front_matter(c: _Card) -> list[str]:
@@ -93,8 +104,9 @@ def _front_matter(c: _Card) -> list[str]:
     # file holds the base model's own weights, converted (LiteRT, ExecuTorch, ONNX) and in part quantised (FP16, INT8)
     # with no training; "finetune" would claim training, "adapter" / "merge" describe other constructions.
     L = ["---", f"license: {c.info['license']}", f"base_model: {c.prov['base_model']}", "base_model_relation: quantized",
-         "library_name: litert", "pipeline_tag: depth-estimation", "tags:", "  - depth-estimation", "  - depth-anything-v2", "  - litert",
-         "  - tflite", "  - webgpu", "  - on-device"] + (["  - onnx", "  - transformers.js"] if c.onnx_files else []) \
+         "library_name: litert", "pipeline_tag: depth-estimation", "tags:", "  - depth-estimation",
+         f"  - {c.family.hub_tag}", "  - litert", "  - tflite", "  - webgpu", "  - on-device"] \
+        + (["  - onnx", "  - transformers.js"] if c.onnx_files else []) \
         + ["---", "", f"# {c.m['name']}", ""]
     if c.synthetic:
         L += ["> **These files were built from synthetic (seeded random) weights, not the trained checkpoint.** They have the",
@@ -107,12 +119,9 @@ def _front_matter(c: _Card) -> list[str]:
 
 def _about(c: _Card) -> list[str]:
     info, prov = c.info, c.prov
-    member = info["family_member"].replace("-", " ").title()
-    about = ("a DINOv2-S ViT backbone with a DPT head, 24.8M parameters, predicting relative inverse depth from one RGB "
-             "image" if info["family_member"] == "small" else
-             f"a DINOv2 ViT backbone with a DPT head, predicting {info['output_semantics']} from one RGB image")
+    member = c.family.member_title(info["family_member"])
     L = ["## About the model", "",
-         f"[Depth Anything V2]({PAPER}) {member}: {about}. Base model: "
+         f"[{c.family.card_title}]({c.family.paper}) {member}: {c.family.card_about(info)}. Base model: "
          f"[`{prov['base_model']}`](https://huggingface.co/{prov['base_model'].split('@')[0]}).", "",
          "## What changed in this conversion", "",
          "Converted from PyTorch to LiteRT with litert-torch after graph rewrites meant to let every op run on LiteRT's "
@@ -237,12 +246,17 @@ def _limitations(c: _Card) -> list[str]:
           f"{'indoor (Hypersim)' if 'indoor' in info['family_member'] else 'outdoor (Virtual KITTI 2)'} scenes: "
           "other scenes and cameras need checking." if c.metric else
           "- Relative depth: scale and shift are unknown; do not read metres from it."),
-         "- LiteRT's GPU delegate may compute in FP16 under its default precision; this model's DPT head can overflow "
-         "FP16. Set `enforce_f32=True` (see `recommended_runtime_options` in `manifest.json`).",
+         "- LiteRT's GPU delegate may compute in FP16 under its default precision; " + c.family.fp16_note
+         + ". Set `enforce_f32=True` (see `recommended_runtime_options` in `manifest.json`).",
          "- Quantised files (INT8, FP16 weights) trade accuracy for size and CPU speed (see parity)."]
     if c.synthetic:
         L += ["- Built from synthetic weights: depth output is meaningless (see the note at the top)."]
     return L
+
+
+def _recipe_file(c: _Card) -> str:
+    """The recipe that rebuilds the folder: the member's (recipes are named after it), else the default recipe's."""
+    return c.family.recipe_file(c.member or DEFAULT_FAMILY.members["small"])
 
 
 def _provenance(c: _Card) -> list[str]:
@@ -257,10 +271,10 @@ def _provenance(c: _Card) -> list[str]:
             + ", ".join(prov["recipe"]["sizes"]),
             "- Versions: " + ", ".join(f"{k} {val}" for k, val in sorted(v.items())),
             *([f"- Checkpoint state dict sha256 `{ck['state_dict_sha256']}`"] if ck.get("state_dict_sha256") else []),
-            "- Rebuild: `python recipes/depth-anything-v2-small.py --out DIR` (edgedepth) gives byte-identical files, "
+            f"- Rebuild: `python {_recipe_file(c)} --out DIR` (edgedepth) gives byte-identical files, "
             "manifest and card on any x86-64 machine with the same checkpoint and the pinned versions; "
             "`edgedepth verify DIR` checks a folder against `manifest.json`.",
-            "", "## Citation", "", "```bibtex", CITATION, "```", "", "## License", "",
+            "", "## Citation", "", "```bibtex", c.family.citation, "```", "", "## License", "",
             ("CC BY-NC 4.0, non-commercial use only" if c.nc else "Apache-2.0")
             + " (see `LICENSE`); modifications are listed in `NOTICE`.", ""]
 

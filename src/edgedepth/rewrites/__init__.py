@@ -30,9 +30,8 @@ APPLIED_ATTR = "edgedepth_rewrites"    # names of the rewrites applied to a mode
 
 
 class ForeignRewriteError(EdgedepthError, ValueError):
-    """Rewrites named for a model of another family: one line in the CLI (an export format whose default list names
-    one family's rewrites asks for them on every model: ONNX's and ExecuTorch's name V2's, so Depth Anything 3 stops
-    here)."""
+    """Rewrites named for a model of another family (e.g. ``export --fp16-safe`` of a Depth Anything 3 model): one
+    line in the CLI."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,9 +117,8 @@ def apply_rewrites(model: nn.Module, height: int, width: int, names: list[str] |
             raise ValueError(f"unknown rewrite(s) {unknown}; known: {list(REWRITES)}")
         foreign = [n for n in names if family not in REWRITES[n].families]
         if foreign:
-            raise ForeignRewriteError(
-                f"rewrite(s) {foreign} do not apply to {family} models (theirs: {default_names(model)}); a format "
-                "whose default rewrites are another family's cannot export these models yet")
+            raise ForeignRewriteError(f"rewrite(s) {foreign} do not apply to {family} models (theirs: "
+                                      f"{', '.join(r.name for r in PIPELINE if family in r.families)})")
     ctx = RewriteContext(height, width)
     selected = [r for r in PIPELINE if (r.name in names if names is not None else r.default and family in r.families)]
     done = list(getattr(model, APPLIED_ATTR, ()))

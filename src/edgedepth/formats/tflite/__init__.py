@@ -562,7 +562,7 @@ class LiteRT(Format):
         from .card import how_to
 
         return ["LiteRT, Python ([`ai-edge-litert`](https://pypi.org/project/ai-edge-litert/)), on the CPU or, with "
-                "`USE_GPU = True`, the GPU:", "", *how_to(ctx.example, ctx.metric), "",
+                "`USE_GPU = True`, the GPU:", "", *how_to(ctx.example, ctx.metric, ctx.semantics), "",
                 "Browser ([`@litertjs/core`](https://www.npmjs.com/package/@litertjs/core)): `loadLiteRt(wasmDir)`, "
                 "then `loadAndCompile(bytes, {accelerator: 'webgpu'})` (or `'wasm'`) and `model.run(tensor)`; verify "
                 "each file's SHA-256 against `manifest.json` before use. `edgedepth serve .` runs a playground that "

@@ -13,8 +13,12 @@ def _gpu_kwargs(opts: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in gpu.items())
 
 
-def how_to(example: dict, metric: bool) -> list[str]:
-    """The intro, the Python snippet (CPU or GPU) for ``example`` (a manifest entry) and the browser paragraph."""
+def how_to(example: dict, metric: bool, semantics: str | None = None) -> list[str]:
+    """The intro, the Python snippet (CPU or GPU) for ``example`` (a manifest entry) and the browser paragraph.
+    ``semantics``: the depth's meaning for the snippet's comment (CardContext.semantics); None: the example's own
+    output semantics, shortened as the card does."""
+    if semantics is None:
+        semantics = example["output"]["semantics"].split(" (")[0].split(";")[0].strip()
     h, w = example["input"]["shape"][2:]
     opts = example.get("recommended_runtime_options") or {}
     threads = (opts.get("cpu") or {}).get("num_threads", "number of big cores")
@@ -42,5 +46,5 @@ def how_to(example: dict, metric: bool) -> list[str]:
             "inp[0].write(x)",
             "model.run_by_index(0, inp, out)",
             f"depth = out[0].read({h * w}, np.float32).reshape({h}, {w})  # "
-            + ("metres" if metric else "relative inverse depth, larger = closer"),
+            + ("metres" if metric else semantics),
             "```"]

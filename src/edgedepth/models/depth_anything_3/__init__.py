@@ -32,6 +32,35 @@ class DepthAnything3(ModelFamily):
     synthetic = SYNTHETIC
     mean, std, patch = MEAN, STD, PATCH
     export_blocker = None       # issue 31: the da3_* rewrites make its graph GPU-ready
+    # The card's texts.  Paper and BibTeX: the depth-anything-3 package's README (0.1.1, its PyPI METADATA).
+    card_title = "Depth Anything 3"
+    hub_tag = "depth-anything-3"
+    paper = "https://arxiv.org/abs/2511.10647"
+    citation = """@article{depthanything3,
+  title={Depth Anything 3: Recovering the visual space from any views},
+  author={Haotong Lin and Sili Chen and Jun Hao Liew and Donny Y. Chen and Zhenyu Li and Guang Shi and Jiashi Feng and Bingyi Kang},
+  journal={arXiv preprint arXiv:2511.10647},
+  year={2025}
+}"""
+    implementation = "depth-anything-3 package"
+    size_notice = ("(ViT position embedding resized once per size as the package's interpolate_pos_encoding does, "
+                   "bicubic; rotary position tables built once per size)")
+    fp16_note = "this model's activations have not been checked against FP16's range yet"
+    _BACKBONES = {"da3-small": "DINOv2-S", "da3-base": "DINOv2-B", "da3-large": "DINOv2-L"}
+
+    def member_title(self, member_name: str) -> str:
+        return super().member_title(member_name.removeprefix("da3-"))
+
+    def card_about(self, info: dict) -> str:
+        vit = self._BACKBONES.get(info["family_member"], "DINOv2")
+        return (f"the any-view model run on one view (monocular), a {vit} ViT backbone (2-D rotary position embedding, "
+                "QK-norm, alternating frame / global attention, a camera token) with a DualDPT head, predicting "
+                "relative depth from one RGB image (larger = farther: an exp head, > 0). These files output the depth "
+                "only: the head's confidence map is not exported, and its ray branch and the camera encoder / decoder "
+                "(poses) are left out")
+
+    def recipe_file(self, member: Member) -> str:
+        return "recipes/depth-anything-3-" + member.name.removeprefix("da3-") + ".py"
 
     def owns_model(self, model: nn.Module) -> bool:
         mono = sys.modules.get(__name__ + ".mono")      # not imported yet: no model of this family exists

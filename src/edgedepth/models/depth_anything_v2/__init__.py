@@ -26,6 +26,24 @@ class DepthAnythingV2(ModelFamily):
     members = MEMBERS
     synthetic = SYNTHETIC
     mean, std, patch = MEAN, STD, PATCH
+    card_title = "Depth Anything V2"
+    hub_tag = "depth-anything-v2"
+    paper = "https://arxiv.org/abs/2406.09414"
+    citation = """@article{depth_anything_v2,
+  title={Depth Anything V2},
+  author={Yang, Lihe and Kang, Bingyi and Huang, Zilong and Zhao, Zhen and Xu, Xiaogang and Feng, Jiashi and Zhao, Hengshuang},
+  journal={arXiv:2406.09414},
+  year={2024}
+}"""
+    implementation = "transformers"
+    size_notice = "(position embedding interpolated once per size, bicubic, as transformers does)"
+    fp16_note = "this model's DPT head can overflow FP16"
+
+    def card_about(self, info: dict) -> str:
+        if info["family_member"] == "small":
+            return ("a DINOv2-S ViT backbone with a DPT head, 24.8M parameters, predicting relative inverse depth from "
+                    "one RGB image")
+        return f"a DINOv2 ViT backbone with a DPT head, predicting {info['output_semantics']} from one RGB image"
 
     def owns_model(self, model: nn.Module) -> bool:
         return getattr(getattr(model, "config", None), "model_type", None) in self.model_types
