@@ -49,3 +49,107 @@ def summary_lines() -> list[str]:
              and x["rel_l2"].get("gpu_vs_cpu") is not None]
     return [f"- Depth Anything 3 on LiteRT's GPU delegate (SwiftShader, `benchmarks/da3_delegation.py`, {r['date']}): "
             + "; ".join(parts) + "."] if parts else []
+
+
+# --- Depth Anything 3 Small next to Depth Anything V2 Small (results/da3_vs_v2.json, benchmarks/da3_vs_v2.py) ---
+
+_VS_NAMES = {"v2_small": "V2 Small", "da3_small": "DA3 Small"}
+
+
+def _cell(s: str, n: int = 70) -> str:
+    s = str(s).replace("|", "\\|").replace("\n", " ")
+    return s if len(s) <= n else s[:n] + "…"
+
+
+def _gpu_cell(g: dict) -> str:
+    if g.get("fully_delegated"):
+        return f"full ({g.get('gpu_ops')} / {g.get('cpu_ops') or 0})"
+    if g.get("gpu_ops") is not None:
+        return f"**partial** ({g['gpu_ops']} / {g['cpu_ops']})"
+    return f"**does not compile**: {_cell(g.get('error') or '?', 60)}"
+
+
+def _fc32(k, p, x) -> str:
+    v = x.get("fc_variants")
+    return "–" if v is None else str(sum(n for name, n in v.items() if name.startswith("keep_num_dims=False rank 3->2")))
+
+
+def _vs_columns(r: dict) -> list[tuple[str, str, dict]]:
+    return [(k, p, r["rows"][k]["files"][p]) for k in ("v2_small", "da3_small") for p in ("fp32", "int8")
+            if k in r.get("rows", {}) and p in r["rows"][k]["files"]]
+
+
+def section_da3_vs_v2(L: list[str]) -> None:
+    r = load("da3_vs_v2.json")
+    if not r:
+        return
+    cols, rows, m, pm, cm = _vs_columns(r), r["rows"], r["machine"], r["parity_method"], r["cpu_method"]
+    h, w = r["size"]
+    ratio = r["da3_over_v2_cpu"]
+    n_calls = cm["rounds"] * cm["iters"]
+
+    def line(label: str, f) -> str:
+        return f"| {label} | " + " | ".join(f(k, p, x) for k, p, x in cols) + " |"
+
+    def noise(k, p, x):
+        if p != "fp32":
+            return "–"
+        n = rows[k]["pytorch_fp32_vs_float64"]["pooled_rel_l2"]
+        return f"{n:.1e} (file ÷ noise {x['parity_vs_pytorch_fp32']['pooled_rel_l2'] / n:.1f}×)"
+
+    def lat(k, p, x):
+        c = x["cpu_latency"]
+        return f"{c['median_ms']:.0f} ({c['p25_ms']:.0f}–{c['p75_ms']:.0f})"
+
+    def top(k, p, x, n=4):
+        return ", ".join(f"{o} {c}" for o, c in list(x["op_histogram"].items())[:n])
+
+    L += [f"## Depth Anything 3 Small vs Depth Anything V2 Small, {h}×{w} (issue 31)", "",
+          f"`{r['command']}`, {r['date']}, {m['cpu']} ({m['cores']} cores, shared), "
+          + ", ".join(f"{k} {v}" for k, v in sorted(r["versions"].items()) if v)
+          + f". Stand-ins `{r['models']['v2_small']}` and `{r['models']['da3_small']}` (full architectures, seeded "
+          f"weights), each exported by {r['export']}. Method: GPU = {r['gpu_method'].split(', Vulkan')[0]} on "
+          "SwiftShader (ops on GPU / CPU); hazards = ops the GPU delegate takes but computes wrongly; parity = pooled "
+          f"rel-L2 of {pm['runtime']} vs {pm['reference']} on {pm['images']} bundled images, next to PyTorch FP32's "
+          "own rel-L2 vs a float64 run of the same model on the same images (the FP32 noise); CPU = all four files in "
+          f"ONE interleaved run ({cm['rounds']} rounds × ({cm['warmup']} warm-up + {cm['iters']} timed calls), order "
+          f"rotated per round, {cm['threads']} threads, image `{cm['input']}`), median (IQR) of {n_calls} calls per "
+          "file; the machine is shared, so read the DA3 ÷ V2 ratio of the same run rather than the milliseconds.", "",
+          "| | " + " | ".join(f"{_VS_NAMES[k]} {p.upper()}" for k, p, _ in cols) + " |",
+          "|---|" + "---|" * len(cols),
+          line("parameters", lambda k, p, x: f"{rows[k]['params'] / 1e6:.1f} M"),
+          line("G multiply-accumulates", lambda k, p, x: f"{x['macs'] / 1e9:.1f}" if x.get("macs") else "–"),
+          line("file", lambda k, p, x: f"{x['bytes'] / 1e6:.1f} MB"),
+          line("ops", lambda k, p, x: str(x["ops"])),
+          line("top ops", top),
+          line("GPU hazards", lambda k, p, x: str(x["gpu_hazards"])),
+          line("FULLY_CONNECTED `keep_num_dims=False rank 3->2` (LiteRT #9481 pattern)", _fc32),
+          line("GPU delegation, ops GPU / CPU", lambda k, p, x: _gpu_cell(x["gpu_swiftshader"])),
+          line("rel-L2 vs PyTorch FP32", lambda k, p, x: f"{x['parity_vs_pytorch_fp32']['pooled_rel_l2']:.1e}"
+               if "pooled_rel_l2" in x["parity_vs_pytorch_fp32"] else "failed"),
+          line("PyTorch FP32 vs float64", noise),
+          line("CPU median ms (IQR)", lat),
+          line("**DA3 ÷ V2 CPU (same run)**", lambda k, p, x: f"**{ratio[p]['median']:.2f}**"
+               if k == "da3_small" else "1.00 (base)"), ""]
+    L += [f"Goal (issue 31): DA3 Small ≤ {r['goal_ratio']}× V2 Small on the CPU at the same size — "
+          + ", ".join(f"{p.upper()} {'met' if ok else '**not met**'} ({ratio[p]['median']:.2f}; per round "
+                      + ", ".join(f"{v:.2f}" for v in ratio[p]["per_round"]) + ")" for p, ok in r["goal_met"].items())
+          + ".", ""]
+
+
+def vs_v2_summary_lines() -> list[str]:
+    """One README line: DA3 ÷ V2 CPU ratio and both models' GPU delegation (results/da3_vs_v2.json)."""
+    r = load("da3_vs_v2.json")
+    if not r:
+        return []
+    h, w = r["size"]
+
+    def deleg(x: dict) -> str:
+        g = x["gpu_swiftshader"]
+        return ("fully on GPU" if g.get("fully_delegated") else
+                f"{g['gpu_ops']} GPU / {g['cpu_ops']} CPU ops" if g.get("gpu_ops") is not None else "GPU compile fails")
+
+    gpu = "; ".join(f"{_VS_NAMES[k]} {p.upper()} {deleg(x)}" for k, p, x in _vs_columns(r))
+    rat = ", ".join(f"{p.upper()} **{v['median']:.2f}**" for p, v in r["da3_over_v2_cpu"].items())
+    return [f"- Depth Anything 3 Small vs V2 Small at {h}×{w} (`benchmarks/da3_vs_v2.py`, {r['date']}, one interleaved "
+            f"run, 2 threads): CPU latency DA3 ÷ V2 {rat} (goal ≤ {r['goal_ratio']}); SwiftShader GPU: {gpu}."]
