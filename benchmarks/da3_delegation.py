@@ -18,7 +18,6 @@ seeded input.  The GPU is whatever Vulkan driver ``edgedepth.runtimes.vulkan`` s
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
 import platform
@@ -26,6 +25,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from lib.machine import cpu_name, versions     # benchmarks/lib
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 RESULT = os.path.join(ROOT, "benchmarks", "results", "da3_delegation.json")
@@ -38,27 +39,6 @@ def rewrite_sets(model) -> dict[str, list[str]]:
 
     return {"none": [], "static_rope_only": ["da3_static_rope"], "previous_default": PREVIOUS,
             "default": default_names(model)}
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def versions() -> dict[str, str | None]:
-    out = {}
-    for p in PACKAGES:
-        try:
-            out[p] = importlib.metadata.version(p)
-        except importlib.metadata.PackageNotFoundError:
-            out[p] = None
-    return out
 
 
 def measure(ckpt, h: int, w: int, label: str, names: list[str], x: np.ndarray, torch_out: np.ndarray,
@@ -138,7 +118,7 @@ def main() -> None:
     rep = {"kind": "edgedepth.da3_delegation", "date": time.strftime("%Y-%m-%d"), "issue": 31,
            "command": "benchmarks/da3_delegation.py" + (" --small" if args.small else ""),
            "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version()},
-           "versions": versions(), "gpu_adapter": sorted(adapters),
+           "versions": versions(PACKAGES), "gpu_adapter": sorted(adapters),
            "gpu_mode": "GPU accelerator alone, enforce_f32 (tflite.gpu_check)", "cpu_runner": "LiteRT CPU, 2 threads",
            "input": "seeded standard normal [1,3,H,W] (numpy default_rng(0)); synthetic seeded weights",
            "torch_reference": "PyTorch FP32 eager of the unrewritten model",

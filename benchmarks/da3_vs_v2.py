@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.metadata
 import json
 import os
 import platform
@@ -33,6 +32,8 @@ import sys
 import time
 
 import numpy as np
+
+from lib.machine import cpu_name, versions     # benchmarks/lib
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 RESULT = os.path.join(ROOT, "benchmarks", "results", "da3_vs_v2.json")
@@ -46,27 +47,6 @@ T0 = time.time()
 
 def _log(msg: str) -> None:
     print(f"{time.time() - T0:7.0f} s  {msg}", flush=True)
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def versions() -> dict[str, str | None]:
-    out = {}
-    for p in PACKAGES:
-        try:
-            out[p] = importlib.metadata.version(p)
-        except importlib.metadata.PackageNotFoundError:
-            out[p] = None
-    return out
 
 
 def fp32_noise_pooled(module, items, size: tuple[int, int]) -> dict:
@@ -200,7 +180,7 @@ def main() -> None:
            "size": [h, w],
            "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
                        "note": "shared machine (other jobs running): read latency as ratios inside the one run"},
-           "versions": versions(), "models": MODELS,
+           "versions": versions(PACKAGES), "models": MODELS,
            "export": "edgedepth.formats.export, target litert, default rewrites, FP32 + INT8",
            "gpu_method": f"Artifact.gpu_check(): LiteRT GPU accelerator alone, FP32 enforced, Vulkan ICD "
                          f"{os.environ.get('VK_ICD_FILENAMES')}",

@@ -6,17 +6,23 @@ from __future__ import annotations
 from md_common import load
 
 LABELS = {"none": "none (plain)", "static_rope_only": "`da3_static_rope` only",
-          "previous_default": "first three `da3_*` rewrites", "default": "**default** (all `da3_*` rewrites)"}
+          "previous_default": "first three `da3_*` rewrites"}
+
+
+def _label(r: dict) -> str:
+    if r["rewrites"] == "default":       # the family's pipeline defaults when measured: named in the JSON
+        return f"**default**: {', '.join(f'`{n}`' for n in r['names'])}"
+    return LABELS.get(r["rewrites"], r["rewrites"])
 
 
 def _row(r: dict) -> str:
     model = f"{r['model']} {r['size']}"
     if not r.get("converted"):
-        return f"| {model} | {LABELS.get(r['rewrites'], r['rewrites'])} | does not convert: {r['error'][:60]}… | | | | | |"
+        return f"| {model} | {_label(r)} | does not convert: {r['error'][:60]}… | | | | | |"
     g, rl = r.get("gpu") or {}, r.get("rel_l2") or {}
     where = f"{g.get('gpu_ops')} / {g.get('cpu_ops')}" + (" (full)" if g.get("fully_delegated") else "")
     gpu_cpu = rl.get("gpu_vs_cpu")
-    return (f"| {model} | {LABELS.get(r['rewrites'], r['rewrites'])} | {r['ops']} | {r['gpu_hazards']} | {where} | "
+    return (f"| {model} | {_label(r)} | {r['ops']} | {r['gpu_hazards']} | {where} | "
             f"{'–' if gpu_cpu is None else f'{gpu_cpu:.1e}'} | {rl.get('cpu_vs_torch', float('nan')):.1e} | "
             f"{r['file_bytes'] / 1e6:.1f} MB |")
 
