@@ -94,7 +94,7 @@ def test_only_its_own_rewrites_run_on_it(tiny):
     out, report = apply_rewrites(tiny.model, *SIZE)
     assert [r["name"] for r in report] == ["rank_preserving_fc", "da3_static_rope", "da3_rank4_attention", "da3_fold_layerscale",
                                            "da3_freeze_position_embedding", "da3_concat_camera_token",
-                                           "da3_drop_ray_head", "da3_constant_uv_embedding"]
+                                           "da3_drop_ray_head", "da3_constant_uv_embedding", "da3_static_positions"]
     assert out is not tiny.model
     assert default_names(tiny.model) == [r["name"] for r in report]
     with pytest.raises(ValueError, match="do not apply to depth_anything_3"):
@@ -266,31 +266,37 @@ def test_litert_file_runs_wholly_on_the_gpu_delegate(tiny, x, tmp_path):
 
 @pytest.mark.parametrize("target", ["onnx", "executorch"])
 def test_onnx_and_executorch_files_match_pytorch(tiny, x, tmp_path, target):
-    """The other formats take the family's default rewrites (their own lists name V2's: rewrites.format_defaults) and
-    their FP32 files are within the FP32-noise factor of PyTorch FP32's own error vs float64."""
+    """The other formats take the family's default rewrites (their own lists name V2's: rewrites.format_defaults); their
+    FP32 files are within the FP32-noise factor of PyTorch FP32's own error vs float64, their INT8 files (ExecuTorch's
+    thanks to da3_static_positions) within the release gate's INT8 bound."""
     from edgedepth import formats
 
-    (f,) = formats.export(tiny.model, *SIZE, str(tmp_path), target_name=target, precisions=("fp32",),
-                          stem=tiny.file_stem)
-    assert "da3_concat_camera_token" in f.rewrites and "drop_attention_mask" not in f.rewrites, f.rewrites
-    runner = formats.open_artifact(f.path).open_runner("cpu")
-    try:
-        out = runner.run(x.numpy())
-    finally:
-        runner.close()
-    assert_within_fp32_noise(out, float64_reference(tiny.model, x.numpy()), _depth(tiny.model, x), what=target)
+    from edgedepth.release.build import INT8_GATE_REL_L2
+    from conftest import rel_l2
+
+    files = {f.precision: f for f in formats.export(tiny.model, *SIZE, str(tmp_path), target_name=target,
+                                                    precisions=("fp32", "int8"), stem=tiny.file_stem)}
+    assert "da3_concat_camera_token" in files["fp32"].rewrites and "drop_attention_mask" not in files["fp32"].rewrites
+    out = {}
+    for p, f in files.items():
+        runner = formats.open_artifact(f.path).open_runner("cpu")
+        try:
+            out[p] = runner.run(x.numpy())
+        finally:
+            runner.close()
+    fp32 = _depth(tiny.model, x)
+    assert_within_fp32_noise(out["fp32"], float64_reference(tiny.model, x.numpy()), fp32, what=target)
+    assert rel_l2(out["int8"], fp32) <= INT8_GATE_REL_L2    # the release gate's quantisation-level bound
 
 
 @pytest.mark.parametrize("args,fragments", [
     (("export", "--model", TINY, "--size", "28x42", "--target", "onnx"), ("fp16_safe", "--precision fp32,int8")),
     (("export", "--model", TINY, "--size", "28x42", "--target", "onnx", "--dynamic-size"), ("fixed size",)),
-    (("export", "--model", TINY, "--size", "28x42", "--target", "executorch", "--precision", "int8"),
-     ("XNNPACKQuantizer", "--precision fp32")),
     (("export", "--model", TINY, "--size", "28x42", "--fp16-safe"), ("fp16_safe", "do not apply to depth_anything_3")),
     (("export", "--model", "da3-small"), ("depth-anything/DA3-SMALL", "not supported yet", "synthetic-da3-small")),
     (("inspect", "--ranges", "--model", TINY, "--size", "28x42", "--images", "1"), ("not of Depth Anything 3",)),
     (("predict", PHOTO, "--model", TINY + "-fp16-stress", "--size", "28x42"), ("FP16 stress variant knows",)),
-], ids=["onnx-fp16", "onnx-dynamic", "pte-int8", "fp16-safe", "real-weights", "fp16-ranges", "fp16-stress"])
+], ids=["onnx-fp16", "onnx-dynamic", "fp16-safe", "real-weights", "fp16-ranges", "fp16-stress"])
 def test_what_is_not_built_yet_is_one_line(tmp_path, args, fragments):
     out = tmp_path / "out"
     r = run_cli(*args, *(("--out", out) if args[0] in ("export", "predict") else ()))
@@ -407,3 +413,14 @@ def test_a_recipe_names_the_members_own_recipe(tmp_path, recipe, model, fragment
                 "--parity-images", "0", "--no-gpu-check")
     assert_one_line_error(r, *fragments)
     assert not (tmp_path / "rel").exists()
+
+
+def test_static_positions_are_exact(tiny, x):
+    """da3_static_positions: the RoPE positions as int64 constants (the package's own values): bit-identical depth and
+    confidence, and no zeros -> to(int64) chain left for ExecuTorch's quantizer to turn into float indices."""
+    from edgedepth.rewrites._modules import DA3StaticPositions
+
+    out, report = apply_rewrites(tiny.model, *SIZE, names=["da3_static_positions"])
+    assert report[0]["changed"] == 1 and isinstance(out.backbone.positions, DA3StaticPositions)
+    assert out.backbone.positions.local.dtype == torch.int64
+    _assert_bit_identical(out, tiny, x)

@@ -18,7 +18,8 @@ from typing import Callable
 from torch import nn
 
 from . import (center_residual_stream, da3_concat_camera_token, da3_constant_uv_embedding, da3_drop_ray_head,
-               da3_fold_layerscale, da3_freeze_position_embedding, da3_rank4_attention, da3_static_rope,
+               da3_fold_layerscale, da3_freeze_position_embedding, da3_rank4_attention, da3_static_positions,
+               da3_static_rope,
                drop_attention_mask, fast_layernorm, fold_attention_scale, fold_layernorm_affine, fold_layerscale,
                fp16_safe, freeze_position_embedding, fuse_qkv, rank4_attention, rank_preserving_fc, split_large_conv,
                static_attention, symbolic_output_size, token_reassemble, unroll_heads)
@@ -73,6 +74,7 @@ PIPELINE: list[Rewrite] = [
     _r(da3_concat_camera_token),    # Depth Anything 3: no SELECT_V2 (GPU delegate rejects it)
     _r(da3_drop_ray_head),          # Depth Anything 3: depth + confidence branch only
     _r(da3_constant_uv_embedding),  # Depth Anything 3: no meshgrid (BROADCAST_TO) / sin / cos in the head
+    _r(da3_static_positions),       # Depth Anything 3: RoPE positions as constants (ExecuTorch INT8's quantizer)
 ]
 
 REWRITES = {r.name: r for r in PIPELINE}

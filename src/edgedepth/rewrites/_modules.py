@@ -313,6 +313,7 @@ class DA3MonoBackbone(nn.Module):
         self.out_layers = list(dinov2.out_layers)
         self.tokens: nn.Module | None = None
         self.camera: nn.Module | None = None
+        self.positions: nn.Module | None = None     # None: the package's _prepare_rope; DA3StaticPositions
 
     @classmethod
     def of(cls, model: nn.Module) -> "DA3MonoBackbone":
@@ -328,7 +329,7 @@ class DA3MonoBackbone(nn.Module):
         if s != 1 or cam_token is not None or export_feat_layers or kwargs.get("attn_mask") is not None:
             raise ValueError("DA3MonoBackbone runs one view without camera conditions (the monocular model)")
         t = vit.prepare_tokens_with_masks(x)[:, 0] if self.tokens is None else self.tokens(x[:, 0])   # [B, 1+N, C]
-        pos, pos_global = vit._prepare_rope(b, 1, h, w, x.device)
+        pos, pos_global = vit._prepare_rope(b, 1, h, w, x.device) if self.positions is None else self.positions(b)
         if pos is not None:
             pos, pos_global = pos[:, 0], pos_global[:, 0]
         outs, local = [], t
@@ -353,6 +354,20 @@ class DA3MonoBackbone(nn.Module):
             outs = [torch.cat([o[..., :c], vit.norm(o[..., c:])], dim=-1) for o in outs]
         outs = [o[:, None, 1 + vit.num_register_tokens:] for o in outs]   # [B, S=1, N, C']
         return tuple(zip(outs, cams)), []
+
+
+class DA3StaticPositions(nn.Module):
+    """The RoPE positions (local grid and global, [1, 1, N, 2] as ``_prepare_rope`` returns them for one view) for one
+    input size as int64 constants (``da3_static_positions``): the package's own values, computed once instead of from
+    ``zeros(...).to(int64)`` at run time."""
+
+    def __init__(self, local: torch.Tensor, global_: torch.Tensor):
+        super().__init__()
+        self.register_buffer("local", local[:1].detach().clone())
+        self.register_buffer("global_", global_[:1].detach().clone())
+
+    def forward(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.local.expand(batch, *self.local.shape[1:]), self.global_.expand(batch, *self.global_.shape[1:])
 
 
 class DA3ConcatCameraToken(nn.Module):

@@ -267,7 +267,7 @@ def _quantize_dynamic_int8(module, sample, int8_ops: str):
     prepared = prepare_pt2e(gm, quantizer)
     try:
         prepared(sample)  # dynamic: activations are quantised per call; this only runs the weight observers
-    except RuntimeError as e:   # e.g. Depth Anything 3: its rotary tables' integer indices come out of prepare as float
+    except RuntimeError as e:   # seen: DA3's run-time RoPE positions came out of prepare as float (da3_static_positions)
         raise EdgedepthError(f"ExecuTorch dynamic INT8 fails on this model in XNNPACKQuantizer's prepared graph "
                              f"({' '.join(str(e).split())[:120]}); export --precision fp32") from None
     return convert_pt2e(prepared)
