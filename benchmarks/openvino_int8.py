@@ -297,7 +297,7 @@ def run(d: str, onnx_path: str, dev: str, images_root: str | None, threads_list:
     import openvino as ov
 
     from edgedepth import formats
-    from edgedepth.images import default_image_set, image_set_hash
+    from edgedepth.images import default_image_set
     from edgedepth.verify.bench import environment, run_interleaved
 
     with open(os.path.join(dev, "ir.json")) as f:
@@ -360,6 +360,14 @@ def run(d: str, onnx_path: str, dev: str, images_root: str | None, threads_list:
         for k, r in rows.items():
             _log(f"{t:3d}t {k:20s} {r.get('median_ms', float('nan')):8.1f} ms  {r.get('inference_precision')}")
         _log(json.dumps(results[str(t)]["summary"]))
+        report = _write_report(out, env, files, timing_item, items, par_items, tp, refs, par, results)
+    return report
+
+
+def _write_report(out, env, files, timing_item, items, par_items, tp, refs, par, results) -> dict:
+    """Written after every thread count, so a call that runs out of time keeps what it measured."""
+    from edgedepth.images import image_set_hash
+
     report = {"kind": "edgedepth.cpu_int8_xeon", "model": "synthetic", "size": [H, W], "environment": env,
               "files": files, "goal_best_int8_over_best_fp32": GOAL,
               "timing_input": timing_item.id, "image_set_sha256": image_set_hash(items),

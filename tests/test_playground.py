@@ -739,6 +739,8 @@ def test_webcam_shows_fps_backend_and_smooths_the_map(pw, plain_release, serve_f
         assert 0 < off["fps"] <= 1000 / min(off["latencies"]), off
         assert off["backend"].startswith("wasm") and "wasm" in off["text"] and "frames/s" in off["text"], off["text"]
         assert "smoothing off" in off["text"]
+        # wasm keeps this thread busy while it runs: no frame is prepared ahead (it would only show an older frame)
+        assert p.page.evaluate("edgedepth.video.overlap") is False and "preprocessed while" not in off["text"]
         np.testing.assert_array_equal(off["shown"], _unit(off["y"]))   # off: exactly this frame's map
 
         p.page.check("#smooth")
@@ -750,6 +752,26 @@ def test_webcam_shows_fps_backend_and_smooths_the_map(pw, plain_release, serve_f
         want = (0.25 * _unit(on["y"]).astype(np.float64) + (1 - 0.25) * on["prev"].astype(np.float64)).astype(np.float32)
         np.testing.assert_array_equal(on["shown"], want)
         assert not np.array_equal(on["shown"], _unit(on["y"]))
+        p.close()
+    finally:
+        b.close()
+
+
+def test_webcam_on_webgpu_prepares_the_next_frame_while_the_gpu_runs(pw, gpu_release, tiny_ckpt, serve_folder,
+                                                                     open_page):
+    """On WebGPU the webcam loop preprocesses frame N+1 while the GPU computes frame N (web/app.js, two grab canvases).
+    The map shown must still be the model's output on the frame it came from: lastOutput within FP32 noise of PyTorch
+    on lastInput (a frame prepared ahead leaking into lastInput would be another camera frame: far outside it)."""
+    b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args(webgpu=True, fake_camera=True))
+    try:
+        p = open_page(f"{serve_folder(gpu_release['folder'])}?backend=webgpu", b=b)
+        v = _webcam_frames(p, 3)
+        assert v["frames"] >= 3 and v["drawn"] and v["backend"].startswith("WebGPU"), v["text"]
+        assert p.page.evaluate("edgedepth.video.overlap") is True
+        assert "next frame preprocessed while the GPU runs" in v["text"], v["text"]
+        np.testing.assert_array_equal(v["shown"], _unit(v["y"]))
+        x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
+        _assert_fp32_parity(v["y"], tiny_ckpt.model, x, "webcam on WebGPU (SwiftShader), pipelined")
         p.close()
     finally:
         b.close()

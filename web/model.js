@@ -4,7 +4,7 @@
 
 import { Refused, mb, msg, openCache, pathSource, verifiedBytes } from './files.js';
 import { fileUrl, partnerOf, release, tjsPartnerOf } from './manifest.js';
-import { pixelsToNCHW, preprocessRGBA } from './preprocess.js';
+import { normaliseToNCHW, pixelsToNCHW, preprocessRGBA, resizeBicubicPIL } from './preprocess.js';
 import { RT, RUNTIMES } from './runtimes/index.js';
 import { dtypeOf, served, unverified } from './runtimes/tjs.js';
 import { compareTjs, E, mode, NAMES, primary, progress, say, selectedEntry, setState, showBackends, showRuntime,
@@ -394,27 +394,58 @@ async function inferTjsOnce(m, rgba, width, height, out, H, W) {
   return res;
 }
 
-/** Preprocess once, run every loaded model of the mode on the same tensor; latency per runtime = input tensor +
- * run + output read-back (preprocessing timed separately). transformers.js runs its whole pipeline (inferTjs). */
-export async function infer(rgba, width, height) {
+/** The mode's loaded models: {page: the runtimes fed our tensor, tjs: transformers.js's (its own pipeline) or null}. */
+function modeModels() {
   const models = wanted().map(({ rt }) => current[rt]);
   if (models.some((m) => !m)) throw new Error('no model is loaded');
-  const page = models.filter((m) => m.rt !== 'tjs');
-  const tjsModel = models.find((m) => m.rt === 'tjs');
-  const [, , H, W] = models[0].entry.input.shape;
-  const out = {};
+  return { page: models.filter((m) => m.rt !== 'tjs'), tjs: models.find((m) => m.rt === 'tjs') || null };
+}
+
+/** Whether a webcam frame can be preprocessed while the GPU still computes the previous one: every model of the mode
+ * runs on WebGPU (a wasm run keeps this thread busy, so preparing ahead would only show an older frame). */
+export function canOverlap() {
+  try {
+    const { page, tjs } = modeModels();
+    return E.overlapAllowed && !tjs && page.length > 0 && page.every((m) => m.backend === 'webgpu');
+  } catch {
+    return false;
+  }
+}
+
+/** Which models a prepared frame was made for (a frame prepared ahead is dropped when the user switched). */
+export function prepKey() {
+  try {
+    return modeModels().page.map((m) => m.key).join('|');
+  } catch {
+    return null;
+  }
+}
+
+/** Preprocess one frame for the mode's models (CPU only, no await): {rgba, width, height, H, W, inputs, ms}; the
+ * float32 tensor is made only when a model takes it (the WebGPU file takes the resized uint8 pixels as they are). */
+export function prepare(rgba, width, height) {
+  const { page, tjs } = modeModels();
+  const [, , H, W] = (page[0] || tjs).entry.input.shape;
+  if (!page.length) return { rgba, width, height, H, W, inputs: null, ms: null, key: prepKey() };
   const t0 = performance.now();
-  let t1 = t0;
-  const inputOf = (m) => lastInputs[m.entry.input.dtype];
+  const dtypes = new Set(page.map((m) => m.entry.input.dtype));
+  const rgb = resizeBicubicPIL(rgba, width, height, W, H);
+  const inputs = { float32: dtypes.has('float32') || tjs ? normaliseToNCHW(rgb, H, W) : null,
+    uint8: dtypes.has('uint8') ? pixelsToNCHW(rgb, H, W) : null };
+  return { rgba, width, height, H, W, inputs, ms: performance.now() - t0, key: prepKey() };
+}
+
+/** Run every loaded model of the mode on one prepared frame (`prepare`); latency per runtime = input tensor + run +
+ * output read-back (preprocessing timed in `prepare`). transformers.js runs its whole pipeline (inferTjs). */
+export async function runPrepared(prep) {
+  const { page, tjs: tjsModel } = modeModels();
+  const { rgba, width, height, H, W } = prep;
+  const out = {};
   if (page.length) {
-    const { rgb, tensor } = preprocessRGBA(rgba, width, height, H, W);
-    // a file whose manifest input dtype is uint8 (_u8in.tflite, the WebGPU file) takes the resized pixels as they are
-    const u8 = page.some((m) => m.entry.input.dtype === 'uint8');
-    lastInputs = { float32: tensor, uint8: u8 ? pixelsToNCHW(rgb, H, W) : null };
-    t1 = performance.now();
+    lastInputs = prep.inputs;
     for (const m of page) {
       const s = performance.now();
-      const y = await m.model.run(inputOf(m), H, W);
+      const y = await m.model.run(lastInputs[m.entry.input.dtype], H, W);
       const ms = performance.now() - s;
       m.latencies.push(ms);
       if (y.length !== H * W) {
@@ -426,8 +457,9 @@ export async function infer(rgba, width, height) {
   if (tjsModel) out.tjs = await inferTjs(tjsModel, rgba, width, height, out, H, W);
   const p = out[primary()];
   Object.assign(E, {
-    lastInput: primary() === 'tjs' ? out.tjs.pixelValues : inputOf(current[primary()]), lastOutput: p.y,
-    lastOutputShape: [1, p.H, p.W], lastLatencyMs: p.ms, lastPreprocessMs: page.length ? t1 - t0 : out.tjs.oursMs,
+    lastInput: primary() === 'tjs' ? out.tjs.pixelValues : lastInputs[current[primary()].entry.input.dtype],
+    lastOutput: p.y, lastOutputShape: [1, p.H, p.W], lastLatencyMs: p.ms,
+    lastPreprocessMs: page.length ? prep.ms : out.tjs.oursMs,
   });
   if (out.ort) {
     E.ortLastOutput = out.ort.y;
@@ -441,6 +473,11 @@ export async function infer(rgba, width, height) {
   }
   E.runs += 1;
   return { out };
+}
+
+/** Preprocess once, run every loaded model of the mode on the same tensor (prepare + runPrepared). */
+export async function infer(rgba, width, height) {
+  return runPrepared(prepare(rgba, width, height));
 }
 
 /** Latency of a loaded model (default: the page's runtime) on the last input: per call = input tensor + run + output

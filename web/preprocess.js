@@ -57,7 +57,9 @@ function precomputeCoeffs(inSize, outSize) {
 }
 
 function clip8(ss) {
-  const v = Math.floor(ss / ONE);               // C: arithmetic shift right by PRECISION_BITS
+  // C: arithmetic shift right by PRECISION_BITS. |ss| < 2^31 (255 x the coefficients' absolute sum, ~1.25 x 2^22), so
+  // the int32 shift is exact and equals Math.floor(ss / ONE)
+  const v = ss >> PRECISION_BITS;
   return v < 0 ? 0 : v > 255 ? 255 : v;
 }
 
@@ -71,17 +73,22 @@ function clip8(ss) {
  * @returns {Uint8Array} RGB, outH * outW * 3
  */
 export function resizeBicubicPIL(src, inW, inH, outW, outH, channels = 4) {
-  let cur = new Uint8Array(inW * inH * 3);
-  for (let i = 0, j = 0; i < inW * inH; i++, j += channels) {
-    cur[i * 3] = src[j];
-    cur[i * 3 + 1] = src[j + 1];
-    cur[i * 3 + 2] = src[j + 2];
-  }
   const needH = outW !== inW;
   const needV = outH !== inH;
+  let cur = src;      // the first pass reads the source in place, `channels` bytes a pixel (alpha skipped)
+  let ch = channels;
+  if (!needH && !needV) {
+    cur = new Uint8Array(inW * inH * 3);
+    for (let i = 0, j = 0; i < inW * inH; i++, j += channels) {
+      cur[i * 3] = src[j];
+      cur[i * 3 + 1] = src[j + 1];
+      cur[i * 3 + 2] = src[j + 2];
+    }
+    return cur;
+  }
   if (needV && outH < inH && 2 * (outW - inW) > outH - inH) {      // vertical pass first
-    cur = verticalPass(cur, inW, outH, precomputeCoeffs(inH, outH), 0);
-    return needH ? horizontalPass(cur, inW, outH, outW, precomputeCoeffs(inW, outW), 0) : cur;
+    cur = verticalPass(cur, inW, outH, precomputeCoeffs(inH, outH), 0, ch);
+    return needH ? horizontalPass(cur, inW, outH, outW, precomputeCoeffs(inW, outW), 0, 3) : cur;
   }
   if (needH) {
     // Horizontal pass over only the rows the vertical pass will read (as Resample.c does; same values either way).
@@ -93,16 +100,17 @@ export function resizeBicubicPIL(src, inW, inH, outW, outH, channels = 4) {
       yFirst = vert.bounds[0];
       rows = vert.bounds[outH * 2 - 2] + vert.bounds[outH * 2 - 1] - yFirst;
     }
-    cur = horizontalPass(cur, inW, rows, outW, precomputeCoeffs(inW, outW), yFirst);
-    return vert ? verticalPass(cur, outW, outH, vert, yFirst) : cur;
+    cur = horizontalPass(cur, inW, rows, outW, precomputeCoeffs(inW, outW), yFirst, ch);
+    return vert ? verticalPass(cur, outW, outH, vert, yFirst, 3) : cur;
   }
-  return needV ? verticalPass(cur, inW, outH, precomputeCoeffs(inH, outH), 0) : cur;
+  return verticalPass(cur, inW, outH, precomputeCoeffs(inH, outH), 0, ch);
 }
 
-function horizontalPass(cur, inW, rows, outW, { ksize, bounds, kk }, yFirst) {
+/** One Resample.c pass along rows: `ch` bytes per input pixel (3 or 4), RGB out (the output's rows start at yFirst). */
+function horizontalPass(cur, inW, rows, outW, { ksize, bounds, kk }, yFirst, ch) {
   const out = new Uint8Array(outW * rows * 3);
   for (let yy = 0; yy < rows; yy++) {
-    const rowIn = (yy + yFirst) * inW * 3;
+    const rowIn = (yy + yFirst) * inW * ch;
     for (let xx = 0; xx < outW; xx++) {
       const xmin = bounds[xx * 2];
       const xmax = bounds[xx * 2 + 1];
@@ -110,7 +118,7 @@ function horizontalPass(cur, inW, rows, outW, { ksize, bounds, kk }, yFirst) {
       let s0 = HALF, s1 = HALF, s2 = HALF;
       for (let x = 0; x < xmax; x++) {
         const c = kk[kOff + x];
-        const p = rowIn + (x + xmin) * 3;
+        const p = rowIn + (x + xmin) * ch;
         s0 += cur[p] * c;
         s1 += cur[p + 1] * c;
         s2 += cur[p + 2] * c;
@@ -124,17 +132,20 @@ function horizontalPass(cur, inW, rows, outW, { ksize, bounds, kk }, yFirst) {
   return out;
 }
 
-function verticalPass(cur, w, outH, { ksize, bounds, kk }, yFirst) {
+/** One Resample.c pass along columns: `ch` bytes per input pixel (3 or 4), RGB out. */
+function verticalPass(cur, w, outH, { ksize, bounds, kk }, yFirst, ch) {
   const out = new Uint8Array(w * outH * 3);
+  const stride = w * ch;
   for (let yy = 0; yy < outH; yy++) {
     const ymin = bounds[yy * 2] - yFirst;
     const ymax = bounds[yy * 2 + 1];
     const kOff = yy * ksize;
     for (let xx = 0; xx < w; xx++) {
       let s0 = HALF, s1 = HALF, s2 = HALF;
+      const p0 = ymin * stride + xx * ch;
       for (let y = 0; y < ymax; y++) {
         const c = kk[kOff + y];
-        const p = ((y + ymin) * w + xx) * 3;
+        const p = p0 + y * stride;
         s0 += cur[p] * c;
         s1 += cur[p + 1] * c;
         s2 += cur[p + 2] * c;

@@ -59,9 +59,10 @@ export const E = {
   messages: [],
   manifest: null,
   webcam: null,               // null | 'running' | 'stopped' | message when unavailable
-  video: null,                // while/after the webcam runs: {fps, frames, backend, prevShown, frameTimes,
+  video: null,                // while/after the webcam runs: {fps, frames, backend, overlap, prevShown, frameTimes,
                               //   preprocessMs}; prevShown = the normalised map shown before the last frame (what
                               //   smoothing blended with); frameTimes = performance.now() of each frame shown
+  overlapAllowed: true,       // webcam on WebGPU: preprocess frame N+1 while the GPU runs frame N (?overlap=0: off)
   smoothing: { on: false, alpha: 0.3 },   // webcam only: EMA of the normalised map, alpha = weight of the new frame
   shownMap: null,             // Float32Array [H*W]: the normalised (and, on video, smoothed) map drawn in #depth
   maxDepth: null,             // metres, for a metric release (manifest.model.kind 'metric'); null: relative depth
@@ -307,7 +308,8 @@ export function showVideo() {
   E.video.backend = ui.backendOut.textContent;
   const fps = E.video.fps === null ? '— frames/s (one frame so far)' : `${E.video.fps.toFixed(1)} frames/s`;
   const sm = E.smoothing.on ? `smoothing on (new-frame weight ${E.smoothing.alpha.toFixed(2)})` : 'smoothing off';
-  ui.videoOut.textContent = `${fps} · ${E.video.frames} frames · ${E.video.backend} · ${sm}`;
+  const ov = E.video.overlap ? ' · next frame preprocessed while the GPU runs' : '';
+  ui.videoOut.textContent = `${fps} · ${E.video.frames} frames · ${E.video.backend} · ${sm}${ov}`;
 }
 
 export function setSmoothing() {

@@ -18,9 +18,11 @@
 # Environment: BROWSER_ROOT (/tmp/browser), PARTS_DIR (.dev/browser), OUT (/tmp/out), PYTHON (python3),
 #   VK_ICD (NVIDIA's ICD json), BROWSER_ARGS (flags to use instead of the diagnosis' choice), CANDIDATES (flag sets to
 #   try, see webgpu_diagnose.py), ALLOW_SOFTWARE=1 (benchmark even without a hardware adapter: the local test),
-#   prepare only: RELEASE (out/depth-anything-v2-small), PART_MIB (58: + the ~3.3 MiB checkout < 64), FP32=0 (leave the optional FP32 files out).
+#   prepare only: RELEASE (out/depth-anything-v2-small), PART_MIB (58: + the ~3.3 MiB checkout < 64), FP32=0 (leave the optional FP32 files out),
+#   ONNX_FP16=0 (leave onnx/model_fp16.onnx out). Webcam-only re-run (4 parts): FP32=0 ONNX_FP16=0 PARTS_DIR=.dev/browser-webcam.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"    # browser_parts.py uses edgedepth.fsutil
 ROOT=${BROWSER_ROOT:-/tmp/browser}
 PARTS=${PARTS_DIR:-.dev/browser}
 PY=${PYTHON:-python3}
@@ -148,7 +150,8 @@ EOF
     printf 'release-small\ttar\trelease\trelease-small.tar.xz\n'
     printf 'm-webgpu-518x686\tfile\trelease/depth_anything_v2_small_518x686_fp16_u8in.tflite\t%s\n' \
       "$(realpath "$REL/depth_anything_v2_small_518x686_fp16_u8in.tflite")"
-    printf 'm-onnx-fp16\tfile\trelease/onnx/model_fp16.onnx\t%s\n' "$(realpath "$REL/onnx/model_fp16.onnx")"
+    [ "${ONNX_FP16:-1}" = 1 ] && \
+      printf 'm-onnx-fp16\tfile\trelease/onnx/model_fp16.onnx\t%s\n' "$(realpath "$REL/onnx/model_fp16.onnx")"
     printf 'm-tflite-224x224-fp16\tfile\trelease/depth_anything_v2_small_224x224_fp16.tflite\t%s\n' \
       "$(realpath "$REL/depth_anything_v2_small_224x224_fp16.tflite")"
     if [ "${FP32:-1}" = 1 ]; then
@@ -229,7 +232,7 @@ EOF
   export CHROME_STDERR=$OUT/chrome_stderr.log
   # the page: this checkout's web/ files with the carried node_modules beside them
   if [ -d "$ROOT/web/node_modules" ]; then
-    find web -maxdepth 1 -type f -exec cp {} "$ROOT/web/" \;
+    tar -C web --exclude=./node_modules -cf - . | tar -C "$ROOT/web" -xf -     # web/runtimes/ too
     export EDGEDEPTH_WEB_DIR=$ROOT/web
   fi
   echo "== $(date -u +%FT%TZ) $(uname -r); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi'); VK_ICD=$icd ($([ -f "$icd" ] && echo present || echo MISSING)); LD_LIBRARY_PATH(browser)=$libpath"

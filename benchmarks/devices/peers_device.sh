@@ -53,6 +53,6 @@ ovint8)
   "$PY" benchmarks/openvino_int8.py export-onnx --dir "$W"
   "$PY" benchmarks/openvino_int8.py run --dir "$W" --dev "$V" --images-root "${SITE_SRC:-$D}/images" \
     --threads "${OVINT8_THREADS:-2,16}" --rounds "${OVINT8_ROUNDS:-4}" --warmup "${OVINT8_WARMUP:-2}" \
-    --iters "${OVINT8_ITERS:-6}" --out "${OUT:-/tmp}/cpu_int8_xeon.json" ;;
+    --iters "${OVINT8_ITERS:-6}" ${OVINT8_ARGS:-} --out "${OUT:-/tmp}/cpu_int8_xeon.json" ;;
 *) echo "usage: $0 prepare|run|ovint8" >&2; exit 2 ;;
 esac
