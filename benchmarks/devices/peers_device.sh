@@ -14,6 +14,9 @@
 # Both together pass 64 MiB, so two device calls while the machine stays warm (ignored paths already there are kept):
 #   carry [".dev/ovint8"]:  ls -l .dev/ovint8
 #   carry [".dev/peers"]:   bash benchmarks/devices/peers_device.sh ovint8            # $OUT/cpu_int8_xeon.json
+# One call instead (both under 64 MiB): SITE_SRC=.dev/peers-slim (.dev/peers less the transformers wheel, ~30 MB) with
+# carry [".dev/ovint8", ".dev/peers-slim"] and EXTRA_SITE=/tmp/site_tf (transformers 5.24 installed there by an earlier
+# call on the same warm machine: gpu_truth_device.sh limit/probe).
 # Local smoke test (CPython 3.11 wheels): SITE_SRC=/tmp/site311 PY=.venv/bin/python OVINT8_THREADS=2 \
 #   OVINT8_ROUNDS=1 OVINT8_ITERS=1 OVINT8_WARMUP=0 OUT=/tmp bash benchmarks/devices/peers_device.sh ovint8
 set -euo pipefail
@@ -29,7 +32,7 @@ site() {   # the slim runtimes + wheels from ${SITE_SRC:-$D} into one folder on 
   tar -xJf "$src/litert_slim.tar.xz" -C "$SITE"
   "$PY" -m pip install -q --no-index --no-deps --no-compile --disable-pip-version-check --target "$SITE" \
     "$src"/whl/*.whl
-  export PYTHONPATH="$SITE:$PWD/src" PYTHONUNBUFFERED=1
+  export PYTHONPATH="${EXTRA_SITE:+$EXTRA_SITE:}$SITE:$PWD/src" PYTHONUNBUFFERED=1
 }
 
 case "${1:-}" in

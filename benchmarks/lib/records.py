@@ -89,9 +89,33 @@ def from_playground_latency(report: dict, source: str) -> list[dict]:
     return out
 
 
+def from_da3_gpu(report: dict, source: str) -> list[dict]:
+    """benchmarks/da3_gpu.py: LiteRT GPU medians of the timing twins (FP32-enforced ``gpu`` and default precision
+    ``gpu-fp16``), recorded for the real file each stands for; the FP32-enforced ones on an H200 also as
+    ``h200_gpu_fp32_median_ms``.  A ``--tiny`` smoke run has none."""
+    if report.get("tiny"):
+        return []
+    lit, files = report.get("litert") or {}, (report.get("prepare") or {}).get("files") or {}
+    adapter = lit.get("adapter") or report.get("environment", {}).get("gpu")
+    h200 = "H200" in str(adapter)
+    out = []
+    for name, r in (lit.get("rows") or {}).items():
+        for backend in ("gpu", "gpu-fp16"):
+            v, sha = r.get(backend), (files.get(name) or {}).get("sha256")
+            if v and sha and "median_ms" in v:
+                out.append({**common(sha, "latency", backend, None, None, adapter, _three(lit["method"]), source,
+                                     report),
+                            "median_ms": round(v["median_ms"], 2), "p25_ms": round(v["p25_ms"], 2),
+                            "p75_ms": round(v["p75_ms"], 2), "timing_twin": True,
+                            **({"h200_gpu_fp32_median_ms": round(v["median_ms"], 2)}
+                               if backend == "gpu" and h200 else {})})
+    return out
+
+
 CONVERTERS = {"edgedepth.validate": rec.validate_records, "edgedepth.bench": rec.bench_records,
               "edgedepth.peers": from_peers, "edgedepth.precision_ladder": from_precision_ladder,
-              "edgedepth.gpu_floor": from_gpu_floor, "edgedepth.playground_latency": from_playground_latency}
+              "edgedepth.gpu_floor": from_gpu_floor, "edgedepth.playground_latency": from_playground_latency,
+              "edgedepth.da3_gpu": from_da3_gpu}
 
 
 def records_for(report: dict, source: str) -> list[dict]:

@@ -11,7 +11,8 @@ import os
 from edgedepth.verify.reports import bench_markdown, validate_markdown
 from md_browser import section_playground
 from md_common import R, load
-from md_da3 import section_da3, section_da3_vs_v2, summary_lines as da3_summary, vs_v2_summary_lines as da3_vs_v2_summary
+from md_da3 import (gpu_summary_lines as da3_gpu_summary, section_da3, section_da3_gpu, section_da3_vs_v2,
+                    summary_lines as da3_summary, vs_v2_summary_lines as da3_vs_v2_summary)
 from md_family import section_family, summary_lines as family_summary
 from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
 from md_gpu_truth import (section_browser_h200, section_cpu_int8_xeon, section_gpu_hazards, section_gpu_limit,
@@ -426,6 +427,7 @@ def readme_summary() -> list[str]:
     S += family_summary()
     S += da3_summary()
     S += da3_vs_v2_summary()
+    S += da3_gpu_summary()
     S += peer_summary()
     S += onnx_summary()
     return S
@@ -487,6 +489,7 @@ def main():
     section_family(L)
     section_da3(L)
     section_da3_vs_v2(L)
+    section_da3_gpu(L)
     section_executorch(L)
     section_peers(L)
     section_onnx_rewrites(L)

@@ -159,3 +159,102 @@ def vs_v2_summary_lines() -> list[str]:
     rat = ", ".join(f"{p.upper()} **{v['median']:.2f}**" for p, v in r["da3_over_v2_cpu"].items())
     return [f"- Depth Anything 3 Small vs V2 Small at {h}×{w} (`benchmarks/da3_vs_v2.py`, {r['date']}, one interleaved "
             f"run, 2 threads): CPU latency DA3 ÷ V2 {rat} (goal ≤ {r['goal_ratio']}); SwiftShader GPU: {gpu}."]
+
+
+# --- the same two models on the lent H200: LiteRT GPU + PyTorch CUDA (results/da3_gpu.json, benchmarks/da3_gpu.py) ---
+
+_GPU_ROWS = (("litert", "fp32", "gpu", "LiteRT GPU (WebGPU / Vulkan)", "FP32 file, FP32 enforced"),
+             ("litert", "fp32", "gpu-fp16", "LiteRT GPU (WebGPU / Vulkan)", "FP32 file, default precision"),
+             ("litert", "int8", "gpu", "LiteRT GPU (WebGPU / Vulkan)", "INT8 file, FP32 enforced"),
+             ("litert", "int8", "gpu-fp16", "LiteRT GPU (WebGPU / Vulkan)", "INT8 file, default precision"),
+             ("torch", None, "eager-fp32", "PyTorch CUDA eager", "FP32, TF32 off"),
+             ("torch", None, "compile-cudagraphs-fp16", "PyTorch CUDA `torch.compile` reduce-overhead",
+              "FP16 autocast, CUDA graphs"))
+
+
+def _gpu_ms(v: dict | None, torch_row: bool) -> str:
+    if not v:
+        return "–"
+    if "median_ms" not in v:
+        return f"failed: {_cell(v.get('error') or '?', 40)}" if v.get("error") else "–"
+    s = f"{v['median_ms']:.2f} ({v['p25_ms']:.2f}–{v['p75_ms']:.2f})"
+    return s + (f", wall {v['wall_median_ms']:.2f}" if torch_row and "wall_median_ms" in v else "")
+
+
+def _gpu_check(row: dict | None, v: dict | None, torch_row: bool) -> str:
+    """LiteRT: ops on GPU / CPU when compiled for the GPU alone + rel-L2 vs LiteRT CPU; PyTorch: rel-L2 vs float64."""
+    if torch_row:
+        return f"{v['rel_l2_vs_float64']:.1e}" if v and "rel_l2_vs_float64" in v else "–"
+    g = (row or {}).get("gpu_only_fp32") or {}
+    where = "full" if g.get("fully_delegated") else f"**{g.get('gpu_ops')} / {g.get('cpu_ops')}**"
+    rl = (v or {}).get("rel_l2_vs_cpu")
+    return f"{where}, {'–' if rl is None else f'{rl:.1e}'}"
+
+
+def section_da3_gpu(L: list[str], r: dict | None = None) -> None:
+    """The H200 table (``r``: the report; default results/da3_gpu.json; nothing when it does not exist)."""
+    r = r if r is not None else load("da3_gpu.json")
+    if not r:
+        return
+    h, w = r["size"]
+    env, m = r["environment"], r["method"]
+    tenv = (r.get("torch") or {}).get("environment") or {}
+    lit, trows = r.get("litert") or {}, (r.get("torch") or {}).get("rows") or {}
+    lc, tc = m["counts"]["litert"], m["counts"]["torch"]
+    ratios = r.get("ratios") or {}
+    vers = {k: v for k, v in env.get("versions", {}).items()
+            if v and k in ("torch", "transformers", "ai-edge-litert", "depth-anything-3", "numpy")}
+    if tenv.get("cuda_runtime"):
+        vers["CUDA"] = tenv["cuda_runtime"]
+    L += [f"### On the lent H200: LiteRT GPU and PyTorch CUDA, {h}×{w} (issue 31)", "",
+          f"`{r['command']}`, {r['date']}, {env.get('gpu') or tenv.get('gpu', '?')} (driver {env.get('driver', '?')}"
+          f"; LiteRT adapter: {_cell((lit.get('adapter') or '?').split(',')[0], 60)}), "
+          + ", ".join(f"{k} {v}" for k, v in sorted(vers.items())) + ". "
+          "LiteRT: the four files above as timing twins (same graphs and ops; INT8 weights refilled with seeded "
+          "values, FP32 rebuilt from that INT8 twin: `benchmarks/da3_gpu.py`), all in ONE interleaved run at "
+          f"FP32-enforced and default precision ({lc['rounds']} rounds × ({lc['warmup']} warm-up + {lc['iters']} "
+          "timed calls), order rotated; a call = input write + invoke + output read). PyTorch: `DepthModule` of each "
+          "synthetic checkpoint (the exporter's input, before rewrites), eager FP32 with TF32 off and "
+          '`torch.compile(mode="reduce-overhead")` under FP16 autocast (CUDA graphs), the four interleaved '
+          f"({tc['rounds']} rounds × ({tc['warmup']} + {tc['iters']})), on a device-resident input. One seeded "
+          "standard-normal input for every row. ms = median (IQR) per call, PyTorch by CUDA events (wall = "
+          "synchronised wall clock); compile excluded. Check: LiteRT = ops on the GPU when compiled for the GPU alone "
+          "(FP32 enforced), then that row's rel-L2 vs LiteRT CPU of the same file (INT8: the CPU quantises "
+          "activations, the GPU does not); PyTorch = rel-L2 vs float64 on the CPU.", "",
+          "| runtime | precision | V2 Small ms | DA3 Small ms | **DA3 ÷ V2** | check V2 | check DA3 |",
+          "|---|---|---|---|---|---|---|"]
+    for part, p, b, runtime, prec in _GPU_ROWS:
+        t = part == "torch"
+        if t:
+            cells = [(trows.get(k) or {}).get("variants", {}).get(b) for k in ("v2_small", "da3_small")]
+            rows = [None, None]
+            ratio = ratios.get(f"torch {b}")
+        else:
+            rows = [(lit.get("rows") or {}).get(f"{k}.{p}") for k in ("v2_small", "da3_small")]
+            cells = [(x or {}).get(b) for x in rows]
+            ratio = ratios.get(f"litert {p} file {b}")
+        if not any(cells) and not any(rows):
+            continue
+        rat = f"**{ratio['median']:.2f}**" if ratio else "–"
+        L.append(f"| {runtime} | {prec} | {_gpu_ms(cells[0], t)} | {_gpu_ms(cells[1], t)} | {rat} | "
+                 f"{_gpu_check(rows[0], cells[0], t)} | {_gpu_check(rows[1], cells[1], t)} |")
+    bad = {k: v for k, v in (r.get("status") or {}).items() if isinstance(v, dict) and v.get("error")}
+    twins = r.get("twins") or {}
+    L += ["", "Twins rebuilt on the device: SHA-256 " + (
+        "equal to prepare's for all" if twins and all(t.get("matches_prepare") for t in twins.values())
+        else "differs from prepare's for " + ", ".join(k for k, t in twins.items() if not t.get("matches_prepare")))
+        + "." + ("" if not bad else " Incomplete: " + "; ".join(f"{k} {v['error']}" for k, v in bad.items()) + "."),
+        ""]
+
+
+def gpu_summary_lines(r: dict | None = None) -> list[str]:
+    """One README line: DA3 ÷ V2 on the H200 per runtime (results/da3_gpu.json; none when it does not exist)."""
+    r = r if r is not None else load("da3_gpu.json")
+    if not r or not r.get("ratios"):
+        return []
+    names = {"litert fp32 file gpu": "LiteRT GPU FP32", "litert int8 file gpu": "LiteRT GPU INT8 file",
+             "torch eager-fp32": "PyTorch eager FP32", "torch compile-cudagraphs-fp16": "PyTorch compiled FP16"}
+    parts = [f"{n} **{r['ratios'][k]['median']:.2f}**" for k, n in names.items() if k in r["ratios"]]
+    h, w = r["size"]
+    return [f"- Depth Anything 3 Small vs V2 Small at {h}×{w} on the H200 (`benchmarks/da3_gpu.py`, {r['date']}): "
+            f"DA3 ÷ V2 " + ", ".join(parts) + "."] if parts else []
