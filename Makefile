@@ -48,7 +48,7 @@ demo: setup
 	@bash scripts/demo.sh $(OUT)
 
 test: setup
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --durations=30 $(PYTEST_ARGS)
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
