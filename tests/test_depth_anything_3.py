@@ -2,7 +2,7 @@
 depth-anything-3 package's own modules, the monocular contract, seeded weights that are the same bytes on every CPU,
 the da3_* rewrites (each its own parity test), the LiteRT file wholly on the GPU delegate (SwiftShader), ONNX and
 ExecuTorch FP32 files at FP32-noise parity, and the one-line refusals of what is not built yet (ONNX FP16 and dynamic
-size, ExecuTorch INT8, real weights, the FP16 range probe)."""
+size, ExecuTorch INT8, the FP16 range probe).  Real weights: tests/test_da3_weights.py."""
 
 import os
 import subprocess
@@ -293,10 +293,9 @@ def test_onnx_and_executorch_files_match_pytorch(tiny, x, tmp_path, target):
     (("export", "--model", TINY, "--size", "28x42", "--target", "onnx"), ("fp16_safe", "--precision fp32,int8")),
     (("export", "--model", TINY, "--size", "28x42", "--target", "onnx", "--dynamic-size"), ("fixed size",)),
     (("export", "--model", TINY, "--size", "28x42", "--fp16-safe"), ("fp16_safe", "do not apply to depth_anything_3")),
-    (("export", "--model", "da3-small"), ("depth-anything/DA3-SMALL", "not supported yet", "synthetic-da3-small")),
     (("inspect", "--ranges", "--model", TINY, "--size", "28x42", "--images", "1"), ("not of Depth Anything 3",)),
     (("predict", PHOTO, "--model", TINY + "-fp16-stress", "--size", "28x42"), ("FP16 stress variant knows",)),
-], ids=["onnx-fp16", "onnx-dynamic", "fp16-safe", "real-weights", "fp16-ranges", "fp16-stress"])
+], ids=["onnx-fp16", "onnx-dynamic", "fp16-safe", "fp16-ranges", "fp16-stress"])
 def test_what_is_not_built_yet_is_one_line(tmp_path, args, fragments):
     out = tmp_path / "out"
     r = run_cli(*args, *(("--out", out) if args[0] in ("export", "predict") else ()))
@@ -352,6 +351,9 @@ def test_da3_release_builds_and_verifies(da3_release):
     assert models == {("tflite", "fp32", "float32"), ("tflite", "fp16", "float32"), ("tflite", "int8", "float32"),
                       ("tflite", "fp16", "uint8"), ("pte", "fp32", "float32")}
     assert all(f["gpu_fully_delegated"] for f in m["files"] if f.get("format") == "tflite")
+    # the monocular contract: every file outputs depth then confidence (tests/test_da3_confidence.py)
+    assert {tuple(o["role"] for o in f["outputs"]) for f in m["files"] if "input" in f} == {("depth", "confidence")}
+    assert all(f["outputs"][0]["name"] == f["output"]["name"] for f in m["files"] if "input" in f)
     assert not any(f.get("format") == "onnx" for f in m["files"])
     assert "depth-anything-3 package" in m["parity_method"]["reference"]
     assert {"README.md", "LICENSE", "NOTICE"} <= {f["path"] for f in m["files"]}
@@ -380,6 +382,7 @@ def test_da3_card_tells_the_truth_about_da3(da3_release):
     (bib,) = [b for lang, b in code_blocks(text) if lang == "bibtex"]
     assert bib.startswith("@article{depthanything3,") and "arXiv:2511.10647" in bib
     assert "larger = farther" in text and "inverse depth" not in text and "larger = closer" not in text
+    assert "| output 1 (confidence) | `output_1` |" in text and "not exported" not in text
     assert "python recipes/depth-anything-3-small.py --out DIR" in text
     assert "Apache-2.0 (see `LICENSE`)" in text
     for v2 in ("V2", "2406.09414", "depth_anything_v2", "depth-anything-v2", "(transformers)",

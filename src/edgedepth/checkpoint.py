@@ -24,7 +24,7 @@ from torch import nn
 
 from .errors import EdgedepthError
 from .models import (DEFAULT_HF_ID, DEFAULT_MODEL, DEFAULT_REVISION, MEMBERS, SYNTHETIC, Checkpoint,  # noqa: F401
-                     encoder_layers, family_of_hub_id, family_of_model_type, family_of_synthetic, model_types)
+                     config_hints, encoder_layers, family_of_config, family_of_hub_id, family_of_synthetic)
 from .variants import register_variant, split_variant  # noqa: F401  (register_variant: re-exported for callers)
 
 SYNTHETIC_SEED = 0
@@ -35,8 +35,9 @@ SYNTHETIC_WARNING = (
 
 
 def _folder_family(folder: str):
-    """The family of a checkpoint folder, from its config.json's ``model_type``; another architecture, or an
-    unreadable config, is a one-line error, not a half-initialised model."""
+    """The family of a checkpoint folder, from its config.json (``model_type``, or the depth-anything-3 package's
+    ``model_name``); another architecture, or an unreadable config, is a one-line error, not a half-initialised
+    model."""
     try:
         with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
             config = json.load(f)
@@ -46,12 +47,10 @@ def _folder_family(folder: str):
         kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(config), "number")
         raise EdgedepthError(f"{folder!r}: config.json holds a JSON {kind}, not an object "
                              "({\"model_type\": \"depth_anything\", ...})", option="model")
-    model_type = config.get("model_type")
-    family = family_of_model_type(model_type) if isinstance(model_type, str) else None
+    family = family_of_config(config)
     if family is None:
-        raise EdgedepthError(f"{folder!r} holds a {model_type!r} checkpoint, not Depth Anything "
-                             f"(config.json model_type must be {' or '.join(map(repr, model_types()))})",
-                             option="model")
+        raise EdgedepthError(f"{folder!r} holds a {config.get('model_type')!r} checkpoint, not Depth Anything "
+                             f"(config.json needs {config_hints()})", option="model")
     return family
 
 
@@ -97,13 +96,29 @@ def state_dict_digest(model: nn.Module) -> str:
     return h.hexdigest()
 
 
+# The model output's attribute of each exported output (ModelFamily.outputs): depth is every family's predicted_depth
+OUTPUT_ATTRS = {"depth": "predicted_depth", "confidence": "confidence"}
+
+
 class DepthModule(nn.Module):
     """pixel_values [1,3,H,W] -> depth [1,H,W] (a transformers depth-estimation model's ``predicted_depth``); the
-    traced/exported signature of every target.  Its qualified name is part of every exported file's tensor names."""
+    traced/exported signature of every target.  Its qualified name is part of every exported file's tensor names.
 
-    def __init__(self, model: nn.Module):
+    ``outputs``: what it returns (``ModelFamily.outputs``, "depth" first): ``("depth",)`` (the default, and every V2
+    file) returns the depth tensor alone, exactly as ever; more names return a tuple of [1,H,W] maps in that order
+    (Depth Anything 3's files: depth, confidence; ``rewrites.prepare`` passes the family's)."""
+
+    def __init__(self, model: nn.Module, outputs: tuple[str, ...] = ("depth",)):
         super().__init__()
+        outputs = tuple(outputs)
+        unknown = [o for o in outputs if o not in OUTPUT_ATTRS]
+        if not outputs or outputs[0] != "depth" or unknown:
+            raise ValueError(f"DepthModule outputs {outputs}: 'depth' first, then any of {list(OUTPUT_ATTRS)[1:]}")
         self.model = model
+        self.outputs = outputs
 
-    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
-        return self.model(pixel_values=pixel_values).predicted_depth
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        if self.outputs == ("depth",):      # V2's trace, unchanged: its files stay byte-identical
+            return self.model(pixel_values=pixel_values).predicted_depth
+        out = self.model(pixel_values=pixel_values)
+        return tuple(getattr(out, OUTPUT_ATTRS[name]) for name in self.outputs)

@@ -122,7 +122,8 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
     if formats.is_artifact(model):
         verify_next_to(model)  # a file inside a release folder must match its manifest
         size = parse_size(size_text) if size_text else None
-        return formats.open_runner(model, backend, threads, size), member_of_file(model)
+        member = member_of_file(model)       # its manifest's member, else its name's: whose outputs it has
+        return formats.name_outputs(formats.open_runner(model, backend, threads, size), member), member
     from .checkpoint import DepthModule, load_checkpoint
     from .runtimes.torch import TorchRunner
 
@@ -130,7 +131,8 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
         raise EdgedepthError(f"--backend {backend} needs a model file; a checkpoint runs in PyTorch on the CPU")
     size = parse_size(size_text) if size_text else DEFAULT_SIZE
     ckpt = load_checkpoint(model)
-    return TorchRunner(DepthModule(ckpt.model), size, threads), ckpt.member
+    outputs = ckpt.family.outputs if ckpt.family else ("depth",)     # DA3: its confidence too (predict)
+    return TorchRunner(DepthModule(ckpt.model, outputs), size, threads), ckpt.member
 
 
 def cmd_predict(args) -> int:
@@ -361,7 +363,11 @@ def _add_inspect(sub, o: _Options) -> None:
 
 def _add_predict(sub, o: _Options) -> None:
     """predict: depth maps of photos."""
-    r = sub.add_parser("predict", parents=[o.quiet, o.verbose, o.threads, o.max_pixels], help="depth maps for photos")
+    r = sub.add_parser("predict", parents=[o.quiet, o.verbose, o.threads, o.max_pixels], help="depth maps for photos",
+                       description="Depth maps for photos: <stem>_depth.png (colour, bright = near). A model with a "
+                                   "confidence output (Depth Anything 3's files and checkpoints) also writes "
+                                   "<stem>_confidence.png: grey, min-max per photo, larger (brighter) = more "
+                                   "confident. Every file written is printed, one per line.")
     r.add_argument("images", nargs="+", metavar="IMAGE")
     r.add_argument("--model", default=DEFAULT_MODEL, help="a .tflite file or a checkpoint (as for export)")
     r.add_argument("--backend", default="cpu", choices=list(formats.BACKENDS),
@@ -370,7 +376,8 @@ def _add_predict(sub, o: _Options) -> None:
                    help="HEIGHTxWIDTH for a checkpoint or a dynamic-size .onnx (other files have their own)")
     r.add_argument("-o", "--output", required=True, help="output folder")
     r.add_argument("--raw", action="store_true",
-                   help="also write float .npy and 16-bit PNG depth (metric models: metres, millimetres)")
+                   help="also write float .npy and 16-bit PNG depth (metric models: metres, millimetres), and "
+                        "<stem>_confidence.npy (the raw confidence) where the model has one")
     r.set_defaults(func=cmd_predict)
 
 

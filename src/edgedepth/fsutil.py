@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import tempfile
+from typing import BinaryIO
 
 from .errors import EdgedepthError
 
@@ -76,3 +78,34 @@ def sha256_file(path: str) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def open_regular(folder: str, name: str, *, follow_symlinks: bool = False) -> tuple[BinaryIO | None, str | None]:
+    """Open ``folder/name`` (``name``: one path component) for binary reading only if it is a regular file: (file,
+    None), or (None, the problem: "missing", "a symlink", "not a regular file", "unreadable (...)").  A FIFO, device
+    or folder is never opened (it could block or never end), and unless ``follow_symlinks`` neither is a symlink
+    (the file must be inside ``folder``; the hub cache's snapshot folders are made of symlinks, so its callers
+    follow them)."""
+    if not name or name in (".", "..") or "/" in name or os.sep in name:
+        raise ValueError(f"one path component expected, not {name!r}")
+    path = os.path.join(folder, name)
+    try:
+        st = os.stat(path, follow_symlinks=follow_symlinks)
+    except FileNotFoundError:
+        return None, "missing"
+    except OSError as e:
+        return None, f"unreadable ({e.strerror or e})"
+    if stat.S_ISLNK(st.st_mode):
+        return None, "a symlink"
+    if not stat.S_ISREG(st.st_mode):
+        return None, "not a regular file"
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | \
+        (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:        # replaced since the stat (a symlink now: ELOOP)
+        return None, f"unreadable ({e.strerror or e})"
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None, "not a regular file"
+    return os.fdopen(fd, "rb"), None

@@ -14,7 +14,7 @@ import os
 
 from ..errors import EdgedepthError
 from ..fsutil import sha256_file
-from ..models import DEFAULT_STEM, family_of
+from ..models import DEFAULT_STEM, family_of, family_of_member, member_of_file_name
 from . import onnx, pte, tflite
 from .base import CliOption, Exported, Format, ReleaseStep
 
@@ -82,7 +82,8 @@ class Artifact:
         return self.format.format_text(self.info)
 
     def open_runner(self, backend: str = "cpu", threads: int = 2):
-        return self.format.open_runner(self.path, backend=backend, threads=threads)
+        return name_outputs(self.format.open_runner(self.path, backend=backend, threads=threads),
+                            member_of_file_name(self.path))
 
     def gpu_check(self, **kw) -> dict | None:
         """Compile on the GPU accelerator alone (child process); None for formats without a GPU check here."""
@@ -96,13 +97,26 @@ def open_artifact(path: str) -> Artifact:
     return Artifact(path=path, format=fmt, sha256=sha256_file(path), info=info)
 
 
+def name_outputs(runner, member):
+    """``runner`` with its outputs named (``run_all``'s keys) by the contract of the family ``member`` belongs to
+    (``ModelFamily.outputs``: Depth Anything 3's depth, confidence) when the file has as many; else (no member: a
+    renamed file) the runner's own names: the depth, then the file's ("confidence" in an ONNX file, "output_1")."""
+    n = len(getattr(runner, "output_names", ()))
+    roles = family_of_member(member).outputs if member is not None and n > 1 else ()
+    if len(roles) == n > 1:
+        runner.output_names = roles
+    return runner
+
+
 def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[int, int] | None = None):
     """The runner for a model file, by its format (a shortcut for ``open_artifact(path).open_runner(...)``).  ``size``:
-    the (H, W) to run a dynamic-size file at (formats with ``dynamic_size``); any other file must have that size."""
+    the (H, W) to run a dynamic-size file at (formats with ``dynamic_size``); any other file must have that size.
+    Its outputs are named by :func:`name_outputs` (the family its file name says; the CLI then by its manifest's)."""
     fmt = format_of(path)
     if size is not None and fmt.dynamic_size:
-        return fmt.open_runner(path, backend=backend, threads=threads, size=tuple(size))
-    runner = fmt.open_runner(path, backend=backend, threads=threads)
+        runner = fmt.open_runner(path, backend=backend, threads=threads, size=tuple(size))
+        return name_outputs(runner, member_of_file_name(path))
+    runner = name_outputs(fmt.open_runner(path, backend=backend, threads=threads), member_of_file_name(path))
     if size is not None and tuple(runner.size) != tuple(size):
         runner.close()
         raise EdgedepthError(f"{path!r} takes {runner.size[0]}x{runner.size[1]} only, not {size[0]}x{size[1]} "

@@ -140,6 +140,11 @@ class Format:
         """Compile on the GPU accelerator alone (child process); None for formats without a GPU check here."""
         return None
 
+    def output_names(self, roles: tuple[str, ...]) -> list[str]:
+        """The names its files give outputs of these roles (``ModelFamily.outputs``, in the files' order): by default
+        the roles themselves (ExecuTorch's manifest names: "depth", "confidence")."""
+        return list(roles)
+
     # -- export -----------------------------------------------------------------------------------------------------
     def export_options(self, args: argparse.Namespace) -> dict:
         """Its own options' values from the export command line (only the ones given)."""

@@ -44,6 +44,17 @@ def family_of_model_type(model_type) -> ModelFamily | None:
     return next((f for f in FAMILIES if model_type in f.model_types), None)
 
 
+def family_of_config(config: dict) -> ModelFamily | None:
+    """The family whose checkpoints' config.json (parsed: an object) looks like ``config``: a transformers
+    ``model_type`` (V2), or the depth-anything-3 package's ``model_name`` (DA3); None for none."""
+    return next((f for f in FAMILIES if f.owns_config(config)), None)
+
+
+def config_hints() -> str:
+    """What config.json must hold for some family: "model_type 'depth_anything', or model_name 'da3-small', ..."."""
+    return ", or ".join(f.config_hint() for f in FAMILIES)
+
+
 def family_of_hub_id(hub_id: str) -> ModelFamily:
     m = member_of_hub_id(hub_id)
     return family_of_member(m) if m else DEFAULT_FAMILY
@@ -74,5 +85,6 @@ def model_types() -> list[str]:
 
 __all__ = ["APACHE", "CC_BY_NC", "Checkpoint", "DEFAULT_FAMILY", "DEFAULT_HF_ID", "DEFAULT_MODEL", "DEFAULT_REVISION",
            "DEFAULT_STEM", "DEPTH_ANYTHING_3", "DEPTH_ANYTHING_V2", "FAMILIES", "MEMBERS", "Member",
-           "ModelFamily", "SYNTHETIC", "encoder_layers", "family_of", "family_of_hub_id", "family_of_member",
-           "family_of_model_type", "family_of_synthetic", "member_of_file_name", "member_of_hub_id", "model_types"]
+           "ModelFamily", "SYNTHETIC", "config_hints", "encoder_layers", "family_of", "family_of_config",
+           "family_of_hub_id", "family_of_member", "family_of_model_type", "family_of_synthetic", "member_of_file_name",
+           "member_of_hub_id", "model_types"]

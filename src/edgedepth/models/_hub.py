@@ -1,5 +1,6 @@
-"""Loading a family's checkpoint with transformers' ``from_pretrained``: from a local folder, or from the hub with a
-quick reachability probe first (no network: the local cache only, at once), and the weight files' SHA-256s."""
+"""Loading a family's checkpoint with transformers' ``from_pretrained`` (or a hub snapshot of named files, for families
+without a transformers class): from a local folder, or from the hub with a quick reachability probe first (no
+network: the local cache only, at once), and the weight files' SHA-256s."""
 
 from __future__ import annotations
 
@@ -75,6 +76,28 @@ def from_pretrained(model_class, path_or_id: str, revision: str | None, source: 
             "download it elsewhere and pass the folder with --model PATH, or use --model synthetic"
         ) from e
     return model, _weight_files(path_or_id, revision, source)
+
+
+def snapshot(hub_id: str, revision: str | None, files: list[str], synthetic: str = "synthetic") -> str:
+    """The local folder of hub checkpoint ``hub_id@revision`` holding ``files`` (downloaded, or from the local cache
+    only when the hub cannot be reached, at once: :func:`hub_unreachable`); every failure is one EdgedepthError.
+    Files the repository lacks are simply absent from the folder: the caller names what is missing.  ``synthetic``:
+    the stand-in the message offers instead."""
+    from huggingface_hub import constants, snapshot_download
+
+    offline = hub_unreachable()
+    shown = hub_id + ("@" + revision if revision else "")
+    try:
+        return snapshot_download(hub_id, revision=revision, allow_patterns=list(files),
+                                 **({"local_files_only": True} if offline else {}))
+    except Exception as e:  # noqa: BLE001  (not cached, no such repo or revision, gated, HTTP and disk errors)
+        if offline:
+            raise EdgedepthError(
+                f"cannot load {shown} from the Hugging Face hub (no network: {offline}; not in the local cache "
+                f"{constants.HF_HUB_CACHE}); download it elsewhere and pass the folder with --model PATH, or use "
+                f"--model {synthetic}", option="model") from None
+        why = " ".join(str(e).split())[:300] or type(e).__name__
+        raise EdgedepthError(f"cannot load {shown} from the Hugging Face hub: {why}", option="model") from None
 
 
 def _weight_files(path_or_id: str, revision: str | None, source: str) -> dict[str, str]:

@@ -117,6 +117,10 @@ class ModelFamily(abc.ABC):
     implementation: str = ""    # the PyTorch code the parity reference runs: "transformers"
     size_notice: str = ""       # NOTICE: what a fixed input size does to the graph (after "fixed input sizes ")
     fp16_note: str = ""         # the card's limitation on FP16 compute (after "...under its default precision; ")
+    # What its exported files output, in the files' order: "depth" first (the member's output_semantics), then any
+    # other map the head computes, each [1, H, W] float32 (runners' run_all keys; the manifest's "outputs" roles)
+    outputs: tuple[str, ...] = ("depth",)
+    output_texts: dict[str, str] = {}   # what each output after the depth is (the manifest's semantics, the card)
 
     @abc.abstractmethod
     def owns_model(self, model: nn.Module) -> bool:
@@ -141,6 +145,16 @@ class ModelFamily(abc.ABC):
     @abc.abstractmethod
     def encoder_layers(self, model: nn.Module):
         """The transformer blocks the rewrites walk (for the original and the rewritten backbone)."""
+
+    def owns_config(self, config: dict) -> bool:
+        """Whether a checkpoint folder's config.json (parsed: an object) is one of this family's checkpoints; by
+        default, when its ``model_type`` is one of :attr:`model_types`."""
+        model_type = config.get("model_type")
+        return isinstance(model_type, str) and model_type in self.model_types
+
+    def config_hint(self) -> str:
+        """What this family's config.json holds, for the error that names every family's: "model_type 'x'"."""
+        return "model_type " + " or ".join(map(repr, self.model_types))
 
     def member_title(self, member_name: str) -> str:
         """The member in prose, after :attr:`card_title`: "Small", "Metric Indoor Small"."""

@@ -12,6 +12,7 @@ for files whose SHA-256 matches the file that was measured.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -96,13 +97,13 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
         model_info = _model_info(ckpt, recipe)
         if model_info["license"] != "apache-2.0":
             step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
-        io = lambda h, w, *names, **kw: mf.io_contract(h, w, *names, semantics=model_info["output_semantics"], **kw)  # noqa: E731
+        io = _io(ckpt.family, model_info["output_semantics"])
         items = image_set(limit=recipe.parity_images) if recipe.parity_images else []
         gate = _Gate(DepthModule(ckpt.model), items, step)
         measured = (records.read(recipe.latency_data, "latency"),      # committed measurement records
                     records.read(recipe.parity_data, "parity", backend=REFERENCE_BACKEND))
         entry = lambda path, exported, text, rel=None, gpu_check=False: _entry(  # noqa: E731
-            path, exported, text, io, gate, step, gpu_check, rel)
+            path, exported, text, io, gate, step, gpu_check, rel, ckpt.family.outputs)
         rs = formats.ReleaseStep(ckpt, staging, tuple(sizes), recipe.rewrites, step, entry,
                                  lambda rel, text: _write_text(os.path.join(staging, rel), text), gpu_check)
         entries, rewrite_reports = [], {}
@@ -191,12 +192,27 @@ class _Gate:
                 "note": "measured on the building machine; not part of the reproducible release (see manifest.json)"}
 
 
-def _entry(path: str, exported, text: str, io, gate: "_Gate", step, gpu_check: bool = False, rel: str | None = None):
+def _io(family, semantics: str):
+    """``io(h, w, *names, fmt=..., **kw)``: :func:`manifest.io_contract` with the member's depth semantics and, for a
+    family with more outputs than the depth (``ModelFamily.outputs``), those outputs as ``fmt``'s files name them."""
+    def io(h: int, w: int, *names, fmt=None, **kw) -> dict:
+        named = zip(family.outputs, fmt.output_names(family.outputs)) if fmt is not None else ()
+        more = [{"role": r, "name": n, "semantics": family.output_texts[r]} for r, n in list(named)[1:]]
+        return mf.io_contract(h, w, *names, semantics=semantics, more_outputs=more, **kw)
+    return io
+
+
+def _entry(path: str, exported, text: str, io, gate: "_Gate", step, gpu_check: bool = False, rel: str | None = None,
+           roles: tuple[str, ...] = ("depth",)):
     """A model file's manifest entry: opened (described and hashed) once, its format's fields, the GPU check (formats
-    that have one, when asked) and the parity gate (files this machine's runtime runs) on that one Artifact."""
+    that have one, when asked) and the parity gate (files this machine's runtime runs) on that one Artifact.
+    ``roles``: the outputs the file must have (``ModelFamily.outputs``), which its entry describes."""
     art = formats.open_artifact(path)
     rel = rel or art.name
-    entry = art.format.release_entry(art, exported, text, io)
+    if len(art.info["outputs"]) != len(roles):
+        raise EdgedepthError(f"{rel}: {len(art.info['outputs'])} outputs, but its family's files have "
+                             f"{len(roles)} ({', '.join(roles)}); not released")
+    entry = art.format.release_entry(art, exported, text, functools.partial(io, fmt=art.format))
     if gpu_check and art.format.has_gpu_check:
         step(f"GPU check {rel}")
         g = art.gpu_check()

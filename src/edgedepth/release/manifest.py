@@ -39,14 +39,32 @@ OUTPUT_SEMANTICS = "relative inverse depth, larger = closer"
 
 
 def io_contract(height: int, width: int, input_name: str = "args_0", output_name: str = "output_0",
-                semantics: str = OUTPUT_SEMANTICS, input_dtype: str = "float32") -> dict:
+                semantics: str = OUTPUT_SEMANTICS, input_dtype: str = "float32", more_outputs=()) -> dict:
     """The file's input/output contract; ``semantics`` is the family member's (metric members: metres); ``input_dtype``
-    "uint8": the file takes resized pixels and normalises in the graph."""
-    return {
+    "uint8": the file takes resized pixels and normalises in the graph.
+
+    ``output`` is the depth, the file's first output.  ``more_outputs`` (``[{"role", "name", "semantics"}]``, the
+    family's outputs after the depth: Depth Anything 3's confidence) adds ``outputs``: every output in the file's
+    order, each with its ``role`` ("depth", "confidence"; what ``run_all`` names it), the depth first.  A file with one
+    output (V2's) has no ``outputs``."""
+    io = {
         "input": {"name": input_name, "shape": [1, 3, height, width], "dtype": input_dtype, "layout": "NCHW",
                   "normalisation": PIXEL_INPUT if input_dtype == "uint8" else INPUT_NORMALISATION},
         "output": {"name": output_name, "shape": [1, height, width], "dtype": "float32", "semantics": semantics},
     }
+    if more_outputs:
+        io["outputs"] = [{"role": "depth", **io["output"]}] + [
+            {"role": o["role"], "name": o["name"], "shape": [1, height, width], "dtype": "float32",
+             "semantics": o["semantics"]} for o in more_outputs]
+    return io
+
+
+def output_roles(entry: dict) -> tuple[str, ...]:
+    """What a manifest entry's file outputs, in order (``io_contract``): ``("depth",)`` unless it lists more."""
+    outs = entry.get("outputs")
+    if isinstance(outs, list) and outs and all(isinstance(o, dict) and isinstance(o.get("role"), str) for o in outs):
+        return tuple(o["role"] for o in outs)
+    return ("depth",)
 
 
 def file_entry(folder: str, rel: str, **fields) -> dict:

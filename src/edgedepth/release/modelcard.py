@@ -155,9 +155,9 @@ def _inputs_outputs(c: _Card) -> list[str]:
          "| | name | shape | dtype | meaning |", "|---|---|---|---|---|",
          f"| input | `{i['name']}` | `[1, 3, H, W]` | {i['dtype']} | {n['color']}, ×{n['scale']}, minus mean "
          f"{n['mean']}, divided by std {n['std']}, {i['layout']}; resize the photo to H×W ({n['resize']}) |",
-         f"| output | `{o['name']}` | `[1, H, W]` | {o['dtype']} | {o['semantics']} |", "",
+         *_output_rows(c.example), "",
          "H×W: " + _sizes_text(c.models) + " Signature `serving_default` (.tflite). Resize the "
-         "output back to the photo's size for display.", ""]
+         + ("outputs" if c.example.get("outputs") else "output") + " back to the photo's size for display.", ""]
     pixel_files = [f for f in c.tflites if f["input"]["dtype"] == "uint8"]
     if pixel_files:
         names = ", ".join(f"`{f['path']}`" for f in pixel_files)
@@ -166,6 +166,17 @@ def _inputs_outputs(c: _Card) -> list[str]:
               "normalises (same mean/std). A quarter of the bytes to write per call: what the GPU files are for. "
               "Python: `x = np.ascontiguousarray(np.asarray(img, np.uint8).transpose(2, 0, 1)[None])`.", ""]
     return L
+
+
+def _output_rows(example: dict) -> list[str]:
+    """The I/O table's output rows: the depth, or every output in the file's order (a manifest ``outputs`` list: Depth
+    Anything 3's depth and confidence) with its index; each format names them its own way (the Files' manifest)."""
+    outs = example.get("outputs")
+    if not outs:
+        o = example["output"]
+        return [f"| output | `{o['name']}` | `[1, H, W]` | {o['dtype']} | {o['semantics']} |"]
+    return [f"| output {i} ({o['role']}) | `{o['name']}` | `[1, H, W]` | {o['dtype']} | {o['semantics']} |"
+            for i, o in enumerate(outs)]
 
 
 def _files(c: _Card) -> list[str]:

@@ -143,7 +143,8 @@ def apply_rewrites(model: nn.Module, height: int, width: int, names: list[str] |
 
 
 def prepare(model: nn.Module, height: int, width: int, rewrites="default"):
-    """What every format exports: ``(DepthModule(rewritten copy), report)``.
+    """What every format exports: ``(DepthModule(rewritten copy), report)``; the module returns its family's outputs
+    (``ModelFamily.outputs``: V2 the depth alone, Depth Anything 3 depth and confidence).
 
     ``rewrites``: ``"default"`` (the pipeline's defaults), a list of names (run in pipeline order), or ``()``/``None``
     for none (the plain baseline: a copy of the model).
@@ -152,7 +153,7 @@ def prepare(model: nn.Module, height: int, width: int, rewrites="default"):
 
     names = None if rewrites == "default" else list(rewrites or ())
     out, report = apply_rewrites(model, height, width, names)
-    return DepthModule(out), report
+    return DepthModule(out, family_of(model).outputs), report
 
 
 __all__ = ["PIPELINE", "REWRITES", "ForeignRewriteError", "Rewrite", "RewriteContext", "apply_rewrites",

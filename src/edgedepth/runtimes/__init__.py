@@ -5,7 +5,8 @@ Formats are named here by their manifest name only (``Format.name``); checking a
 ``edgedepth.formats``, which opens its runner through :func:`open_runner`.  Adding a runtime = one module here plus
 one :class:`Runtime` line (its format and backend).
 
-Every runner takes the float32 model input [1,3,H,W] (numpy) and returns float32 depth [1,H,W] (numpy).
+Every runner takes the float32 model input [1,3,H,W] (numpy) and returns float32 depth [1,H,W] (numpy): ``run`` the
+file's first output, the depth; ``run_all`` every output by name (Depth Anything 3's files: depth and confidence).
 """
 
 from __future__ import annotations
@@ -87,19 +88,37 @@ class Runner(Protocol):
     input_shape: tuple[int, int, int, int]
     input_dtype: str = "float32"    # "uint8": a file exported with --input-dtype uint8 takes resized RGB pixels
 
+    output_names: tuple[str, ...] = ("depth",)
+
     def run(self, x: np.ndarray) -> np.ndarray: ...
 
+    def run_all(self, x: np.ndarray) -> dict[str, np.ndarray]: ...
+
     def close(self) -> None: ...
+
+
+def default_output_names(file_names) -> tuple[str, ...]:
+    """What ``run_all`` names a file's outputs before anything says more (``formats`` names them by the release
+    manifest or the file's family: ``ModelFamily.outputs``): the first is the depth, the others keep the file's own
+    names (an ONNX file's "confidence", a .tflite's "output_1")."""
+    return ("depth", *file_names[1:])
 
 
 class FileRunner:
     """Shared by the runners of exported files (and PyTorch eager): the fixed input shape and dtype, and their check."""
     input_shape: tuple[int, int, int, int]
     input_dtype: str = "float32"    # "uint8": a file exported with --input-dtype uint8 takes resized RGB pixels
+    # What run_all names each output, in the file's order: "depth" (output 0, what run returns) first
+    output_names: tuple[str, ...] = ("depth",)
 
     @property
     def size(self) -> tuple[int, int]:
         return int(self.input_shape[2]), int(self.input_shape[3])
+
+    def run_all(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        """Every output of the model, by name (:attr:`output_names`), each float32 [1,H,W]; a one-output file: the
+        depth alone (``run``'s)."""
+        return {"depth": self.run(x)}
 
     def _checked(self, x: np.ndarray) -> np.ndarray:
         """``x`` as the runtime takes it; an input of another shape or dtype than the model's is refused, never cast

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import EdgedepthError
-from . import FileRunner, native_log_captured
+from . import FileRunner, default_output_names, native_log_captured
 
 METHOD = "forward"
 
@@ -34,7 +34,8 @@ def _set_threads(threads: int) -> None:
 
 
 class ExecuTorchRunner(FileRunner):
-    """Load a .pte once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``."""
+    """Load a .pte once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]`` (the first output; ``run_all``: every
+    output; a .pte names none, so the others are ``output_<i>`` unless ``formats`` names them)."""
 
     def __init__(self, path: str, threads: int = 2, backends: list[str] = ()):
         """``backends``: the delegate ids the file needs (``formats.pte.describe``; ``formats.pte.open_runner``
@@ -64,17 +65,24 @@ class ExecuTorchRunner(FileRunner):
         if self._method is None:
             raise EdgedepthError(f"{path!r} has no {METHOD!r} method")
         meta = self._method.metadata
-        if meta.num_inputs() != 1 or meta.num_outputs() != 1:
-            raise EdgedepthError(f"{path!r}: expected 1 input and 1 output, got {meta.num_inputs()} and "
+        if meta.num_inputs() != 1 or meta.num_outputs() < 1:
+            raise EdgedepthError(f"{path!r}: expected 1 input and at least 1 output, got {meta.num_inputs()} and "
                                  f"{meta.num_outputs()}")
         self.input_shape = tuple(int(s) for s in meta.input_tensor_meta(0).sizes())
         self.output_shape = tuple(int(s) for s in meta.output_tensor_meta(0).sizes())
+        self.output_names = default_output_names([f"output_{i}" for i in range(meta.num_outputs())])
 
     def run(self, x: np.ndarray) -> np.ndarray:
         import torch
 
-        (out,) = self._method.execute([torch.from_numpy(self._checked(x))])
+        out = self._method.execute([torch.from_numpy(self._checked(x))])[0]
         return out.numpy().reshape(self.output_shape)  # a copy is not needed: the output is a fresh tensor
+
+    def run_all(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        import torch
+
+        outs = self._method.execute([torch.from_numpy(self._checked(x))])
+        return {n: o.numpy().reshape(self.output_shape) for n, o in zip(self.output_names, outs)}
 
     def close(self) -> None:
         self._method = None

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 from ..errors import EdgedepthError
-from . import FileRunner, native_log_captured
+from . import FileRunner, default_output_names, native_log_captured
 from .vulkan import ensure_vulkan_env
 
 BACKENDS = ("cpu", "gpu", "gpu-fp16")
@@ -95,7 +95,8 @@ def _options(backend: str, threads: int, gpu_options: dict | None = None):
 
 
 class LiteRTRunner(FileRunner):
-    """Compile a .tflite once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``.
+    """Compile a .tflite once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]`` (the signature's first output);
+    ``run_all`` every output (signature order).
 
     The file is not checked here: open it through ``edgedepth.formats`` (``open_runner``) for one-line errors on a
     missing/corrupt/truncated file."""
@@ -121,7 +122,10 @@ class LiteRTRunner(FileRunner):
         inp = self._cm.get_input_tensor_details(SIGNATURE)
         out = self._cm.get_output_tensor_details(SIGNATURE)
         (self._in,) = inp.values()
-        (self._out,) = out.values()
+        names = list(sigs[SIGNATURE]["outputs"])        # the signature's order: its output buffers' order
+        self._outs = [out[n] for n in names]
+        self._out = self._outs[0]
+        self.output_names = default_output_names(names)
         self.input_shape = tuple(self._in["shape"])
         self.input_dtype = "uint8" if self._in.get("dtype") == "uint8" else "float32"
         self.output_shape = tuple(self._out["shape"])
@@ -133,16 +137,29 @@ class LiteRTRunner(FileRunner):
         self._first_run = True
 
     def run(self, x: np.ndarray) -> np.ndarray:
+        return self._logged(self._run, x)
+
+    def run_all(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        return self._logged(self._run_all, x)
+
+    def _logged(self, fn, x):
         if self._first_run:         # the first call sets up another LiteRT environment, which logs as it does
             self._first_run = False
             with native_log_captured([]):
-                return self._run(x)
-        return self._run(x)
+                return fn(x)
+        return fn(x)
 
     def _run(self, x: np.ndarray) -> np.ndarray:
         self._ib[0].write(self._checked(x))
         self._cm.run_by_index(0, self._ib, self._ob)
         return self._ob[0].read(self._n_out, np.float32).reshape(self.output_shape)
+
+    def _run_all(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        out = {"depth": self._run(x)}
+        for i, (name, o) in enumerate(zip(self.output_names[1:], self._outs[1:]), 1):
+            shape = tuple(o["shape"])
+            out[name] = self._ob[i].read(int(np.prod(shape)), np.float32).reshape(shape)
+        return out
 
     def close(self) -> None:
         if getattr(self, "_cm", None) is None:

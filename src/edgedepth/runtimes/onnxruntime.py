@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import EdgedepthError
-from . import FileRunner
+from . import FileRunner, default_output_names
 
 
 def _ort():
@@ -24,7 +24,8 @@ def _ort():
 
 
 class OrtRunner(FileRunner):
-    """Create an ORT session once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]``.  ``size``: (H, W) of a file with
+    """Create an ORT session once, then run it: ``run(x[1,3,H,W]) -> depth[1,H,W]`` (the first output; ``run_all``:
+    every output).  ``size``: (H, W) of a file with
     symbolic height and width (the runner then takes that size only); a static file's own size otherwise.
     ``free_dims``: {dim_param: value} fixed when the session is created (the same size, as static shapes)."""
 
@@ -44,8 +45,9 @@ class OrtRunner(FileRunner):
             self._s = ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
         except Exception as e:  # onnxruntime raises its own Fail/InvalidGraph/NotImplemented classes
             raise EdgedepthError(f"ONNX Runtime could not load {path!r}: {' '.join(str(e).split())[:300]}") from None
-        (i,), (o,) = self._s.get_inputs(), self._s.get_outputs()
-        self._in, self._out = i.name, o.name
+        (i,), outs = self._s.get_inputs(), self._s.get_outputs()
+        self._in, self._out, self._outs = i.name, outs[0].name, [o.name for o in outs]
+        self.output_names = default_output_names(self._outs)
         symbolic = [isinstance(d, str) or d is None for d in i.shape]
         if any(symbolic) and size is None:
             raise EdgedepthError(f"{path!r} has a dynamic input {i.shape}: give the size to run it at")
@@ -55,6 +57,10 @@ class OrtRunner(FileRunner):
     def run(self, x: np.ndarray) -> np.ndarray:
         (y,) = self._s.run([self._out], {self._in: self._checked(x)})
         return np.asarray(y, dtype=np.float32).reshape(self.output_shape)
+
+    def run_all(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        ys = self._s.run(self._outs, {self._in: self._checked(x)})
+        return {n: np.asarray(y, dtype=np.float32).reshape(self.output_shape) for n, y in zip(self.output_names, ys)}
 
     def close(self) -> None:
         self._s = None

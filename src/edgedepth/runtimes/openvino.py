@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import EdgedepthError
-from . import FileRunner
+from . import FileRunner, default_output_names
 
 
 def _ov():
@@ -22,7 +22,8 @@ def _ov():
 
 
 class OpenVINORunner(FileRunner):
-    """Compile once on OpenVINO's CPU plugin, then run: ``run(x[1,3,H,W]) -> depth[1,H,W]``.  ``size``: (H, W) a
+    """Compile once on OpenVINO's CPU plugin, then run: ``run(x[1,3,H,W]) -> depth[1,H,W]`` (the first output;
+    ``run_all``: every output).  ``size``: (H, W) a
     file with symbolic height and width is reshaped to before compiling (static shapes: OpenVINO's fast path)."""
 
     def __init__(self, path: str, threads: int = 2, precision: str = "f32", size: tuple[int, int] | None = None,
@@ -43,14 +44,20 @@ class OpenVINORunner(FileRunner):
             raise EdgedepthError(f"OpenVINO could not compile {path!r}: {' '.join(str(e).split())[:300]}") from None
         chosen = self._c.get_property("INFERENCE_PRECISION_HINT")  # an ov.Type: "f32", "bf16", "f16"
         self.inference_precision = chosen.get_type_name() if hasattr(chosen, "get_type_name") else str(chosen)
-        (i,), (o,) = self._c.inputs, self._c.outputs
+        (i,), outs = self._c.inputs, self._c.outputs
         self.input_shape = tuple(int(d) for d in i.get_shape())
-        self.output_shape = tuple(int(d) for d in o.get_shape())
+        self.output_shape = tuple(int(d) for d in outs[0].get_shape())
+        self.output_names = default_output_names([o.get_any_name() for o in outs])
         self._req = self._c.create_infer_request()
 
     def run(self, x: np.ndarray) -> np.ndarray:
         self._req.infer([self._checked(x)])
         return np.array(self._req.get_output_tensor(0).data, dtype=np.float32).reshape(self.output_shape)
+
+    def run_all(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        self._req.infer([self._checked(x)])
+        return {n: np.array(self._req.get_output_tensor(i).data, dtype=np.float32).reshape(self.output_shape)
+                for i, n in enumerate(self.output_names)}
 
     def close(self) -> None:
         self._req = None

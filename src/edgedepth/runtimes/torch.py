@@ -8,6 +8,9 @@ from . import FileRunner
 
 
 class TorchRunner(FileRunner):
+    """``module``: a :class:`edgedepth.checkpoint.DepthModule`; ``run`` returns its depth, ``run_all`` every output it
+    returns (its ``outputs``: Depth Anything 3's with the family's, depth and confidence)."""
+
     def __init__(self, module, size: tuple[int, int], threads: int | None = None):
         import torch
 
@@ -16,12 +19,18 @@ class TorchRunner(FileRunner):
         self.module = module.eval()
         self.name = "torch-eager"
         self.input_shape = (1, 3, *size)
+        self.output_names = tuple(getattr(module, "outputs", ("depth",)))
 
     def run(self, x: np.ndarray) -> np.ndarray:
+        return self.run_all(x)["depth"]
+
+    def run_all(self, x: np.ndarray) -> dict[str, np.ndarray]:
         import torch
 
         with torch.inference_mode():
-            return self.module(torch.from_numpy(self._checked(x))).numpy()
+            y = self.module(torch.from_numpy(self._checked(x)))
+        ys = y if isinstance(y, tuple) else (y,)
+        return {n: t.numpy() for n, t in zip(self.output_names, ys)}
 
     def close(self) -> None:
         pass

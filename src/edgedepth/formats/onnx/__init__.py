@@ -1,10 +1,12 @@
 """ONNX ``.onnx`` format: export (FP32, FP16, dynamic INT8), check, describe, and the runners that read it.
 
 Export: ``torch.onnx.export(dynamo=True)`` at opset 18, input ``pixel_values`` float32 [1,3,H,W] and output
-``predicted_depth`` float32 [1,H,W] (the names transformers.js and onnx-community's files use).  H and W are fixed
-(static) or, with ``dynamic=True``, symbolic (``height``/``width``, multiples of 14: what onnx-community ships and
-transformers.js needs, since its preprocessing picks a size per photo).  A dynamic file records the size edgedepth
-verified it at (metadata ``edgedepth.size``); edgedepth's runners run it at that size unless told another.  Then:
+``predicted_depth`` float32 [1,H,W] (the names transformers.js and onnx-community's files use); a family with more
+outputs (Depth Anything 3: ``confidence``) adds them after it, named by their role (:func:`output_names`).  H and W
+are fixed (static) or, with ``dynamic=True``, symbolic (``height``/``width``, multiples of 14: what onnx-community
+ships and transformers.js needs, since its preprocessing picks a size per photo).  A dynamic file records the size
+edgedepth verified it at (metadata ``edgedepth.size``); edgedepth's runners run it at that size unless told another.
+Then:
 
 - FP16 = ``onnxruntime.transformers.float16.convert_float_to_float16`` (weights *and* compute in float16) with
   float32 I/O kept (``keep_io_types``), so every file of a release takes the same input;
@@ -40,6 +42,13 @@ from .hub_files import (CONFIG, ONNX_LAYOUT as HUB_LAYOUT, PREPROCESSOR_CONFIG, 
 OPSET = 18
 INPUT_NAME = "pixel_values"
 OUTPUT_NAME = "predicted_depth"
+
+
+def output_names(roles) -> list[str]:
+    """The files' output names for ``ModelFamily.outputs`` roles: the depth is ``predicted_depth``, the others their
+    role ("confidence")."""
+    return [OUTPUT_NAME if r == "depth" else r for r in roles]
+
 PRECISIONS = ("fp32", "fp16", "int8")
 BACKENDS = ("cpu", "openvino")
 # Rewrites kept for ONNX (benchmarks/onnx_rewrites.py -> results/onnx_rewrites.json, cumulative prefixes in ONNX Runtime,
@@ -121,16 +130,18 @@ def _graph_inputs(model) -> list[dict]:
 def _check_signature(model, path: str) -> None:
     ins = _graph_inputs(model)
     outs = [_value_info(v) for v in model.graph.output]
-    if len(ins) != 1 or len(outs) != 1:
-        raise EdgedepthError(f"{path!r}: expected 1 input and 1 output, got {len(ins)} and {len(outs)}")
-    s, o = ins[0]["shape"], outs[0]["shape"]
+    if len(ins) != 1 or not outs:       # outputs: the depth, then any other map of its family (DA3's confidence)
+        raise EdgedepthError(f"{path!r}: expected 1 input and at least 1 output, got {len(ins)} and {len(outs)}")
+    s = ins[0]["shape"]
     static = all(isinstance(d, int) and d > 0 for d in s)
     dynamic = len(s) == 4 and all(isinstance(d, int) and d > 0 for d in s[:2]) and all(isinstance(d, str) for d in s[2:])
     if len(s) != 4 or not (static or dynamic) or s[0] != 1 or s[1] != 3 or ins[0]["dtype"] != "float32":
         raise EdgedepthError(f"{path!r}: input {ins[0]['name']!r} is {ins[0]['dtype']}{s}; edgedepth runs "
                              "float32 [1,3,H,W] ONNX files (export one with: edgedepth export --target onnx)")
-    if len(o) != 3 or list(o[1:]) != list(s[2:]):
-        raise EdgedepthError(f"{path!r}: output {outs[0]['name']!r} is {o}, expected [1,{s[2]},{s[3]}]")
+    for out in outs:
+        o = out["shape"]
+        if len(o) != 3 or list(o[1:]) != list(s[2:]):
+            raise EdgedepthError(f"{path!r}: output {out['name']!r} is {o}, expected [1,{s[2]},{s[3]}]")
 
 
 def _size_of(model, inputs: list[dict], path: str) -> tuple[list[int], bool]:
@@ -237,9 +248,10 @@ def to_model_proto(module, height: int, width: int, *, dynamic: bool = False, ve
     if dynamic:
         hp, wp = (torch.export.Dim(n, min=2, max=MAX_PATCHES) for n in ("patches_h", "patches_w"))
         dims = {"pixel_values": {2: 14 * hp, 3: 14 * wp}}
+    outputs = output_names(getattr(module, "outputs", ("depth",)))     # a DepthModule's (rewrites.prepare)
     with _quiet(not verbose), torch.no_grad():
         program = torch.onnx.export(module.eval(), (sample,), None, dynamo=True, opset_version=OPSET,
-                                    input_names=[INPUT_NAME], output_names=[OUTPUT_NAME], optimize=True,
+                                    input_names=[INPUT_NAME], output_names=outputs, optimize=True,
                                     verbose=False, dynamic_shapes=dims)
     model = program.model_proto
     _strip_provenance(model)
@@ -404,6 +416,9 @@ class Onnx(Format):
 
     def open_runner(self, path: str, backend: str = "cpu", threads: int = 2, size=None):
         return open_runner(path, backend, threads, size=size)
+
+    def output_names(self, roles: tuple[str, ...]) -> list[str]:
+        return output_names(roles)
 
     def export_stages(self, precisions, options: dict) -> int:
         return 2 + sum(p != "fp32" for p in precisions)

@@ -2,7 +2,8 @@
 check, the runner, and the export target: module -> ``.tflite`` (litert-torch), then the precision ladder from that FP32 file
 (:mod:`.precisions`: fp16, int8, int4, static-int8, a16w8 through ai-edge-quantizer recipes).
 
-Signature of every file: ``serving_default(args_0: float32[1,3,H,W]) -> output_0: float32[1,H,W]``.
+Signature of every file: ``serving_default(args_0: float32[1,3,H,W]) -> output_0: float32[1,H,W]`` (the depth); a
+family with more outputs (Depth Anything 3's confidence) adds ``output_1``, ... in ``ModelFamily.outputs`` order.
 Files are written via temp + rename; a failed export leaves no partial file.
 """
 
@@ -482,6 +483,10 @@ class LiteRT(Format):
 
     def gpu_check(self, path: str, info: dict, **kw) -> dict:
         return gpu_check(path, info=info, **kw)
+
+    def output_names(self, roles: tuple[str, ...]) -> list[str]:
+        """litert-torch's signature names, in the module's return order."""
+        return [f"output_{i}" for i in range(len(roles))]
 
     def check_options(self, precisions, options: dict) -> None:
         super().check_options(precisions, options)

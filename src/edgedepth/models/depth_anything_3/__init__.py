@@ -2,12 +2,13 @@
 attention and a camera token, DualDPT head), monocular: :mod:`.mono`.
 
 I/O contract: ``pixel_values`` float32 [1, 3, H, W], RGB, /255, ImageNet mean/std (the package's input processor),
-H and W multiples of 14 -> ``predicted_depth`` [1, H, W], relative depth (exp head: > 0, larger = farther) and a
-confidence [1, H, W] (>= 1) that the files do not carry yet.  Exports through the da3_* rewrites (issue 31;
-docs/spikes/depth-anything-3.md): static RoPE, rank-4 attention, folded LayerScale, a frozen ViT position
-embedding, the camera token by concatenation, no ray branch and separable constant UV embeddings in the head; the
-LiteRT file then runs wholly on the GPU delegate (SwiftShader: tests/test_depth_anything_3.py,
-benchmarks/da3_delegation.py).
+H and W multiples of 14 -> ``predicted_depth`` [1, H, W], relative depth (exp head: > 0, larger = farther) and its
+``confidence`` [1, H, W] (>= 1, larger = more confident), the files' two outputs in that order (:attr:`outputs`).
+Exports through the da3_* rewrites (issue 31; docs/spikes/depth-anything-3.md): static RoPE, rank-4 attention, folded
+LayerScale, a frozen ViT position embedding, the camera token by concatenation, no ray branch and separable constant
+UV embeddings in the head; the LiteRT file then runs wholly on the GPU delegate (SwiftShader:
+tests/test_depth_anything_3.py, benchmarks/da3_delegation.py).  Released weights (the hub's DA3-SMALL / DA3-BASE /
+DA3-LARGE folders, as the package writes them, or such a folder on disk): :mod:`.weights`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ...errors import EdgedepthError
 from ...preprocess import MEAN, PATCH, STD
+from .. import _hub
 from ..base import Checkpoint, Member, ModelFamily
-from .members import MEMBERS, NAME, SYNTHETIC
+from .members import CONFIDENCE_SEMANTICS, MEMBERS, NAME, SYNTHETIC
 
 if TYPE_CHECKING:
     from torch import nn
@@ -27,11 +28,13 @@ if TYPE_CHECKING:
 class DepthAnything3(ModelFamily):
     name = NAME
     title = "Depth Anything 3"
-    model_types = ()            # the hub's DA3 folders have no transformers config: loaded by name only
+    model_types = ()            # the hub's DA3 folders have no transformers config: owns_config (model_name)
     members = MEMBERS
     synthetic = SYNTHETIC
     mean, std, patch = MEAN, STD, PATCH
     export_blocker = None       # issue 31: the da3_* rewrites make its graph GPU-ready
+    outputs = ("depth", "confidence")   # issue 31: the monocular contract (MonoOutput), both maps in every file
+    output_texts = {"confidence": CONFIDENCE_SEMANTICS}
     # The card's texts.  Paper and BibTeX: the depth-anything-3 package's README (0.1.1, its PyPI METADATA).
     card_title = "Depth Anything 3"
     hub_tag = "depth-anything-3"
@@ -55,9 +58,9 @@ class DepthAnything3(ModelFamily):
         vit = self._BACKBONES.get(info["family_member"], "DINOv2")
         return (f"the any-view model run on one view (monocular), a {vit} ViT backbone (2-D rotary position embedding, "
                 "QK-norm, alternating frame / global attention, a camera token) with a DualDPT head, predicting "
-                "relative depth from one RGB image (larger = farther: an exp head, > 0). These files output the depth "
-                "only: the head's confidence map is not exported, and its ray branch and the camera encoder / decoder "
-                "(poses) are left out")
+                "relative depth from one RGB image (larger = farther: an exp head, > 0). These files have two outputs: "
+                "the depth, then the head's confidence map (>= 1, larger = more confident); its ray branch and the "
+                "camera encoder / decoder (poses) are left out")
 
     def recipe_file(self, member: Member) -> str:
         return "recipes/depth-anything-3-" + member.name.removeprefix("da3-") + ".py"
@@ -75,11 +78,33 @@ class DepthAnything3(ModelFamily):
         return Checkpoint(model=model, source="synthetic", name=name, seed=seed, family=self)
 
     def load_pretrained(self, path_or_id: str, revision: str | None, source: str) -> Checkpoint:
-        raise EdgedepthError(f"{path_or_id}: loading Depth Anything 3 weights is not supported yet (issue 31); "
-                             f"use --model {next(iter(SYNTHETIC))} for the architecture", option="model")
+        """A folder the depth-anything-3 package wrote (config.json ``model_name`` + model.safetensors: the hub's
+        depth-anything/DA3-SMALL ...), local or a hub id: :mod:`.weights`."""
+        from .weights import CONFIG, WEIGHTS, load_folder
+
+        if source == "hf":
+            folder = _hub.snapshot(path_or_id, revision, [CONFIG, WEIGHTS], synthetic=next(iter(SYNTHETIC)))
+            where = f"{path_or_id}{'@' + revision if revision else ''} (hub cache {folder})"
+        else:
+            folder, where = path_or_id, repr(path_or_id)
+        model, files = load_folder(folder, where, follow_symlinks=source == "hf")
+        return Checkpoint(model=model, source=source, name=path_or_id, revision=revision, weight_files=files,
+                          family=self)
+
+    def owns_config(self, config: dict) -> bool:
+        """The package's hub folders: config.json holds its ``DepthAnything3`` init kwargs (``model_name``), with no
+        transformers ``model_type``; which presets load is :mod:`.weights`' to say."""
+        return "model_type" not in config and "model_name" in config
+
+    def config_hint(self) -> str:
+        return "model_name " + ", ".join(map(repr, (m.arch.preset for m in MEMBERS.values())))
 
     def member_of(self, ckpt: Checkpoint) -> Member | None:
-        return MEMBERS[SYNTHETIC[ckpt.name][0]] if ckpt.source == "synthetic" else None
+        if ckpt.source == "synthetic":
+            return MEMBERS[SYNTHETIC[ckpt.name][0]]
+        from .weights import PRESET_MEMBERS          # the preset config.json named, which the model was built as
+
+        return PRESET_MEMBERS.get(getattr(ckpt.model, "preset", None))
 
     def is_metric(self, model: nn.Module) -> bool:
         return False

@@ -18,8 +18,10 @@ import functools
 from ..base import APACHE, CC_BY_NC, Member
 
 NAME = "depth_anything_3"
-OUTPUT_SEMANTICS = ("relative depth, larger = farther (exp head, > 0); a second output, confidence >= 1 (exp + 1), "
-                    "is computed by the head but not exported yet")
+OUTPUT_SEMANTICS = ("relative depth, larger = farther (exp head, > 0); the files' second output is the head's "
+                    "confidence in it")
+# The files' second output (ModelFamily.outputs: ("depth", "confidence")), the head's depth_conf on one view
+CONFIDENCE_SEMANTICS = "confidence of the depth, >= 1 (exp + 1 head), larger = more confident; relative, no unit"
 
 
 @dataclasses.dataclass(frozen=True)
