@@ -777,6 +777,51 @@ def test_webcam_on_webgpu_prepares_the_next_frame_while_the_gpu_runs(pw, gpu_rel
         b.close()
 
 
+def test_depth_anything_3_shows_its_confidence_and_colours_near_bright(tmp_path, serve_folder, open_page):
+    """A Depth Anything 3 release (tiny, LiteRT FP32, two outputs; manifest ``outputs`` and ``larger_is_farther`` as
+    the build writes them): the page shows the confidence map beside the depth, both within FP32 noise of PyTorch on
+    the page's own input, colours -depth (its depth grows with distance: bright = near, as predict does) and says
+    "relative depth (larger = farther)" under the cursor."""
+    import copy
+
+    import torch
+
+    from edgedepth import formats
+    from edgedepth.checkpoint import DepthModule, load_checkpoint
+    from edgedepth.models import family_of_synthetic
+    from edgedepth.release import manifest as mf
+    from edgedepth.release.build import _io
+
+    ckpt = load_checkpoint("synthetic-da3-tiny", quiet=True)
+    size = (56, 56)
+    (f,) = formats.export(ckpt.model, *size, str(tmp_path), precisions=("fp32",), stem=ckpt.file_stem)
+    folder = str(tmp_path / "rel")
+    _write_release(folder, {"fp32": f.path}, size, gpu_check=False,
+                   model={"family_member": "da3-small", "kind": "relative", "max_depth_m": None,
+                          "larger_is_farther": True})
+    m = mf.load(folder)
+    m["files"][0].update(_io(family_of_synthetic("synthetic-da3-tiny"), "relative depth, larger = farther")(
+        *size, fmt=formats.NAMES["tflite"]))
+    mf.write(folder, m)
+    p = open_page(f"{serve_folder(folder)}?backend=wasm")
+    st = p.run_photo()
+    assert st["backend"] == "wasm" and not st["errors"], st
+    assert p.page.is_visible("#confidence") and not p.page.is_visible("#tjs-figure")
+    x = p.array("lastInput").reshape(1, 3, *size)
+    y, conf = p.array("lastOutput").reshape(1, *size), p.array("lastConfidence").reshape(1, *size)
+    both = ("depth", "confidence")
+    with torch.no_grad():
+        r32 = DepthModule(ckpt.model, both)(torch.from_numpy(x))
+        r64 = DepthModule(copy.deepcopy(ckpt.model).double().eval(), both)(torch.from_numpy(x.astype(np.float64)))
+    for got, a, b, what in ((y, r64[0], r32[0], "depth"), (conf, r64[1], r32[1], "confidence")):
+        assert_within_fp32_noise(got, a.numpy(), b.numpy(), what=f"DA3 {what} in LiteRT.js (wasm)")
+    np.testing.assert_array_equal(p.array("shownMap").reshape(-1), _unit(-y.reshape(-1)))   # bright = near
+    p.page.hover("#depth")
+    assert "relative depth (larger = farther)" in p.page.inner_text("#depth-at")
+    assert "confidence" in p.page.inner_text("#depth-at")
+    p.close()
+
+
 def test_webcam_reports_a_missing_camera(plain_release, serve_folder, open_page):
     # The default browser has no camera (and no permission to ask): a visible message, not a blank page.
     p = open_page(f"{serve_folder(plain_release['folder'])}?backend=wasm&smooth=7")

@@ -263,6 +263,7 @@ async function main() {
     E.tjsReady = files.tjs.length > 0;
     const model = manifest.model || {};
     if (model.kind === 'metric') E.maxDepth = model.max_depth_m;
+    E.largerIsFarther = model.larger_is_farther === true;   // Depth Anything 3: colour -depth, bright = near
     const gpu = ui.backend.value === 'wasm' ? {} : await detectWebGPU();
     const use = gpu.adapter && (!gpu.fallback || ui.backend.value === 'webgpu') ? 'webgpu' : 'wasm';
     const rec = (manifest.recommended || {})[use];

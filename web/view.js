@@ -22,6 +22,7 @@ export const ui = {
   depthOrt: $('depth-ort'), smooth: $('smooth'), smoothAlpha: $('smooth-alpha'), smoothAlphaOut: $('smooth-alpha-out'),
   videoRow: $('st-video-row'), videoOut: $('st-video'), compareTjs: $('compare-tjs'),
   compareTjsLabel: $('compare-tjs-label'), tjsFigure: $('tjs-figure'), depthTjs: $('depth-tjs'),
+  confFigure: $('conf-figure'), confidence: $('confidence'),
   tjsRow: $('st-tjs-row'), tjsOut: $('st-tjs'),
 };
 // A runtime of web/runtimes/ that index.html does not list gets its option here (before "compare").
@@ -50,6 +51,8 @@ export const E = {
   downloads: 0,               // network downloads of model files in this page
   lastInput: null,            // [1,3,H,W] of the last inference: Float32Array, or Uint8Array pixels for a _u8in file
   lastOutput: null,           // Float32Array [1,H,W]
+  lastConfidence: null,       // Float32Array [1,H,W]: the file's confidence output (Depth Anything 3), else null
+  largerIsFarther: false,     // manifest model.larger_is_farther (Depth Anything 3): relative depth, not inverse
   lastOutputShape: null,
   lastLatencyMs: null,        // model.run + output read-back
   lastPreprocessMs: null,
@@ -339,8 +342,9 @@ export function drawPhoto(source, w, h) {
 function renderDepth(canvas, y, H, W, video = false) {
   canvas.width = W;
   canvas.height = H;
-  // Metric depth (metres): near = small, so colour -depth to keep "bright = near" (as predict does).
-  const shown = E.maxDepth === null ? y : y.map((v) => -v);
+  // Metric depth (metres) and Depth Anything 3's relative depth: near = small, so colour -depth to keep
+  // "bright = near" (as predict does).
+  const shown = E.maxDepth === null && !E.largerIsFarther ? y : y.map((v) => -v);
   const prev = shownMaps[canvas.id];
   let unit = normalizeDepth(shown);
   if (video && E.smoothing.on) unit = emaStep(prev, unit, E.smoothing.alpha);
@@ -365,10 +369,29 @@ function renderDepth(canvas, y, H, W, video = false) {
 export function showResults({ out }, video = false) {
   const p = out[primary()];
   renderDepth(ui.depth, p.y, p.H, p.W, video);
+  renderConfidence(p.confidence || null, p.H, p.W);
   if (out.litert && out.ort) renderDepth(ui.depthOrt, out.ort.y, out.ort.H, out.ort.W, video);
   if (out.tjs && primary() !== 'tjs') renderDepth(ui.depthTjs, out.tjs.y, out.tjs.H, out.tjs.W, video);
   showLatency();
   showTjs();
+}
+
+/** The confidence output (Depth Anything 3) in grey, min–max normalised, bright = more confident; hidden without one. */
+function renderConfidence(c, H, W) {
+  ui.confFigure.hidden = !c;
+  if (!c) return;
+  ui.confidence.width = W;
+  ui.confidence.height = H;
+  const unit = normalizeDepth(c);
+  const img = new ImageData(W, H);
+  for (let i = 0; i < unit.length; i++) {
+    const g = Math.round(unit[i] * 255);
+    img.data[i * 4] = g;
+    img.data[i * 4 + 1] = g;
+    img.data[i * 4 + 2] = g;
+    img.data[i * 4 + 3] = 255;
+  }
+  ui.confidence.getContext('2d').putImageData(img, 0, 0);
 }
 
 /** The model's value under the cursor: metres for a metric release, else relative inverse depth (no unit). */
@@ -380,7 +403,8 @@ export function showDepthAt(ev) {
   const y = Math.min(H - 1, Math.max(0, Math.floor(((ev.clientY - r.top) / r.height) * H)));
   const value = E.lastOutput[y * W + x];
   E.depthAt = { x, y, value };
-  ui.depthAt.textContent = E.maxDepth === null
-    ? `relative inverse depth ${value.toPrecision(4)} at (${x}, ${y}) — no unit`
-    : `${value.toFixed(2)} m at (${x}, ${y})`;
+  const conf = E.lastConfidence ? `, confidence ${E.lastConfidence[y * W + x].toPrecision(4)}` : '';
+  ui.depthAt.textContent = E.maxDepth !== null ? `${value.toFixed(2)} m at (${x}, ${y})${conf}`
+    : `${E.largerIsFarther ? 'relative depth (larger = farther)' : 'relative inverse depth'} ${value.toPrecision(4)} at ` +
+      `(${x}, ${y})${conf} — no unit`;
 }

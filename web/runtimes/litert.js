@@ -80,7 +80,12 @@ function wrap(model) {
       const host = first.accelerator === 'wasm' ? first : await first.moveTo('wasm');
       const y = host.toTypedArray().slice();
       host.delete();
-      for (const t of outputs.slice(1)) t.delete();
+      y.more = [];          // the file's other outputs in order (Depth Anything 3: confidence), read back likewise
+      for (const t of outputs.slice(1)) {
+        const h = t.accelerator === 'wasm' ? t : await t.moveTo('wasm');
+        y.more.push(h.toTypedArray().slice());
+        h.delete();
+      }
       if (parts) Object.assign(parts, { write: t1 - t0, run: t2 - t1, read: performance.now() - t2 });
       return y;
     },

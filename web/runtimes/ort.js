@@ -369,10 +369,12 @@ export async function createWebGpuSession(bytes) {
 export async function runSession(session, tensor, H, W) {
   const input = new ort.Tensor('float32', tensor, [1, 3, H, W]);
   const outputs = await session.run({ [session.inputNames[0]]: input });
-  const out = outputs[session.outputNames[0]];
+  const read = async (t) => (t.location === 'cpu' ? t.data : await t.getData()).slice();
   try {
-    const data = out.location === 'cpu' ? out.data : await out.getData();
-    return data.slice();
+    const y = await read(outputs[session.outputNames[0]]);
+    y.more = [];            // the file's other outputs in order (Depth Anything 3: confidence)
+    for (const n of session.outputNames.slice(1)) y.more.push(await read(outputs[n]));
+    return y;
   } finally {
     for (const t of Object.values(outputs)) t.dispose();
   }

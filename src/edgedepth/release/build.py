@@ -257,8 +257,10 @@ def _model_info(ckpt, recipe: Recipe) -> dict:
             else "no recipe releases it yet"
         raise EdgedepthError(f"recipe {os.path.basename(recipe.path) or recipe.name} is for {recipe.base_model}, but "
                              f"--model {ckpt.name} is {m.name} ({m.hub_id}): {hint}")
-    return {"family_member": m.name, "hub_id": m.hub_id, "kind": m.kind, "max_depth_m": m.max_depth,
+    info = {"family_member": m.name, "hub_id": m.hub_id, "kind": m.kind, "max_depth_m": m.max_depth,
             "license": m.license, "output_semantics": m.output_semantics}
+    # a relative output that grows with distance (Depth Anything 3): the playground colours -depth; absent for V2
+    return info | ({"larger_is_farther": True} if m.larger_is_farther else {})
 
 
 CC_BY_NC_TEXT = """Creative Commons Attribution-NonCommercial 4.0 International (CC BY-NC 4.0)
