@@ -346,7 +346,7 @@ def test_da3_release_builds_and_verifies(da3_release):
     m = json.loads((da3_release / "manifest.json").read_text())
     assert m["model"] == {"family_member": "da3-small", "hub_id": "depth-anything/DA3-SMALL", "kind": "relative",
                           "max_depth_m": None, "license": "apache-2.0",
-                          "output_semantics": MEMBERS["da3-small"].output_semantics}
+                          "output_semantics": MEMBERS["da3-small"].output_semantics, "larger_is_farther": True}
     models = {(f["format"], f["precision"], f["input"]["dtype"]) for f in m["files"] if "input" in f}
     assert models == {("tflite", "fp32", "float32"), ("tflite", "fp16", "float32"), ("tflite", "int8", "float32"),
                       ("tflite", "fp16", "uint8"), ("pte", "fp32", "float32")}
