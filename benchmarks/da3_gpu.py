@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import gc
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -80,11 +79,9 @@ def _log(msg: str) -> None:
 
 
 def _sha(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
+    from edgedepth.fsutil import sha256_file
+
+    return sha256_file(path)
 
 
 def _write(obj: dict, path: str) -> None:
@@ -144,18 +141,10 @@ def rebuild_twins(twins: str, index: dict, work: str) -> dict:
 
 
 def _export(ckpt, h: int, w: int, d: str, reuse: bool) -> tuple[dict, dict]:
-    from edgedepth import formats
-    from edgedepth.formats.tflite import file_name
+    """Here only: da3_vs_v2's export (the same default-rewrite LiteRT FP32 + INT8 files as its CPU table)."""
+    from da3_vs_v2 import export_files
 
-    paths = {p: os.path.join(d, file_name(h, w, p, stem=ckpt.file_stem)) for p in PRECISIONS}
-    if reuse and all(os.path.exists(p) for p in paths.values()):
-        _log(f"{ckpt.name}: reusing {', '.join(os.path.basename(p) for p in paths.values())}")
-        return paths, {"reused": True}
-    t0 = time.perf_counter()
-    files = formats.export(ckpt.model, h, w, d, target_name="litert", precisions=PRECISIONS, stem=ckpt.file_stem,
-                           progress=lambda s: _log(f"{ckpt.name}: {s}"))
-    return ({f.precision: f.path for f in files},
-            {"reused": False, "export_s": round(time.perf_counter() - t0, 1), "rewrites": files[0].rewrites})
+    return export_files(ckpt, h, w, d, reuse)
 
 
 def _wheels(dest: str) -> dict:
