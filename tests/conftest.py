@@ -210,6 +210,31 @@ def tiny_plain_export(tmp_path_factory, tiny_ckpt):
     return litert.export(DepthModule(tiny_ckpt.model), *TINY_SIZE, str(out), ("fp32", "int8"), plain=True)
 
 
+DA3_TINY_SIZE = (28, 42)
+
+
+@pytest.fixture(scope="session")
+def da3_tiny_exports(tmp_path_factory):
+    """synthetic-da3-tiny at DA3_TINY_SIZE, default rewrites, FP32 + INT8 per target (+ FP16 for litert):
+    ``get(target)`` -> {precision: Exported}, each exported once for the session on first use; test_depth_anything_3
+    and test_da3_confidence share them (read-only by convention)."""
+    from edgedepth import formats
+    from edgedepth.checkpoint import load_checkpoint
+
+    done: dict = {}
+
+    def get(target: str) -> dict:
+        if target not in done:
+            ckpt = load_checkpoint("synthetic-da3-tiny", quiet=True)
+            out = tmp_path_factory.mktemp(f"da3_tiny_{target}")
+            precisions = ("fp32", "fp16", "int8") if target == "litert" else ("fp32", "int8")
+            done[target] = {f.precision: f for f in formats.export(
+                ckpt.model, *DA3_TINY_SIZE, str(out), target_name=target, precisions=precisions,
+                stem=ckpt.file_stem)}
+        return done[target]
+    return get
+
+
 @pytest.fixture(scope="session")
 def full_plain_export(tmp_path_factory):
     """The full-size synthetic model at 518x686, plain conversion, FP32 + INT8 (about a minute)."""

@@ -14,11 +14,11 @@ import torch
 from edgedepth import formats
 from edgedepth.checkpoint import DepthModule, load_checkpoint
 from edgedepth.models import family_of, family_of_synthetic
-from conftest import THREADS, assert_within_fp32_noise, run_cli, torch_fp32
+from conftest import DA3_TINY_SIZE, THREADS, assert_within_fp32_noise, run_cli, torch_fp32
 
 TINY = "synthetic-da3-tiny"
 DEPTH_ANYTHING_V2, DEPTH_ANYTHING_3 = family_of_synthetic("synthetic-tiny"), family_of_synthetic(TINY)
-SIZE = (56, 56)
+SIZE = DA3_TINY_SIZE          # the session's shared DA3 exports (conftest.da3_tiny_exports)
 PHOTO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors", "rgb_160x120.png")
 TARGETS = {"litert": "fp32", "onnx": "fp32", "executorch": "fp32"}     # ExecuTorch: XNNPACK, its default backend
 FILE_NAMES = {"litert": ["output_0", "output_1"], "onnx": ["predicted_depth", "confidence"], "executorch": None}
@@ -46,11 +46,10 @@ def refs(da3, x):
 
 
 @pytest.fixture(scope="module")
-def files(da3, tmp_path_factory):
-    """One FP32 file per format at 56x56, default rewrites, named after the member (as export names them)."""
-    out = tmp_path_factory.mktemp("da3_confidence")
-    return {t: formats.export(da3.model, *SIZE, str(out), target_name=t, precisions=(p,), stem=da3.file_stem)[0].path
-            for t, p in TARGETS.items()}
+def files(da3_tiny_exports):
+    """One FP32 file per format at DA3_TINY_SIZE, default rewrites, named after the member (as export names them):
+    the session's shared exports (test_depth_anything_3 checks their depth and INT8 too)."""
+    return {t: da3_tiny_exports(t)[p].path for t, p in TARGETS.items()}
 
 
 def test_families_declare_their_outputs(da3, x):

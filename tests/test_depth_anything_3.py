@@ -236,15 +236,15 @@ def test_constant_uv_embedding_is_exact_and_separable(tiny, x):
 
 
 @pytest.mark.gpu
-def test_litert_file_runs_wholly_on_the_gpu_delegate(tiny, x, tmp_path):
+def test_litert_file_runs_wholly_on_the_gpu_delegate(tiny, x, da3_tiny_exports):
     """The tiny model with the default rewrites exports to a .tflite with no GPU hazard that LiteRT's GPU accelerator
     takes whole (SwiftShader here: no op on the CPU, no WebGPU validation error), and whose GPU and CPU outputs are
     each within the FP32-noise factor of PyTorch FP32's own error vs a float64 run (full delegation is not proof of
     right output: docs/spikes/depth-anything-3/bisect_FINDINGS.md)."""
     from edgedepth import formats
 
-    f, *quantised = formats.export(tiny.model, *SIZE, str(tmp_path), target_name="litert",
-                                   precisions=("fp32", "fp16", "int8"), stem=tiny.file_stem)
+    files = da3_tiny_exports("litert")         # conftest: shared with test_da3_confidence
+    f, quantised = files["fp32"], (files["fp16"], files["int8"])
     for q in quantised:     # FP16 weights and dynamic INT8 compile wholly on the GPU too
         g = formats.open_artifact(q.path).gpu_check()
         assert g["fully_delegated"] and g["cpu_ops"] == 0, (q.precision, g.get("error"))
@@ -265,7 +265,7 @@ def test_litert_file_runs_wholly_on_the_gpu_delegate(tiny, x, tmp_path):
 
 
 @pytest.mark.parametrize("target", ["onnx", "executorch"])
-def test_onnx_and_executorch_files_match_pytorch(tiny, x, tmp_path, target):
+def test_onnx_and_executorch_files_match_pytorch(tiny, x, da3_tiny_exports, target):
     """The other formats take the family's default rewrites (their own lists name V2's: rewrites.format_defaults); their
     FP32 files are within the FP32-noise factor of PyTorch FP32's own error vs float64, their INT8 files (ExecuTorch's
     thanks to da3_static_positions) within the release gate's INT8 bound."""
@@ -274,8 +274,7 @@ def test_onnx_and_executorch_files_match_pytorch(tiny, x, tmp_path, target):
     from edgedepth.release.build import INT8_GATE_REL_L2
     from conftest import rel_l2
 
-    files = {f.precision: f for f in formats.export(tiny.model, *SIZE, str(tmp_path), target_name=target,
-                                                    precisions=("fp32", "int8"), stem=tiny.file_stem)}
+    files = da3_tiny_exports(target)          # conftest: shared with test_da3_confidence
     assert "da3_concat_camera_token" in files["fp32"].rewrites and "drop_attention_mask" not in files["fp32"].rewrites
     out = {}
     for p, f in files.items():
