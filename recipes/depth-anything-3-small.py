@@ -3,7 +3,8 @@
     python recipes/depth-anything-3-small.py --out out/depth-anything-3-small --model synthetic-da3-small
     edgedepth release --recipe recipes/depth-anything-3-small.py --out DIR --model synthetic-da3-tiny --sizes 28x42
 
-Loading DA3's trained weights is not supported yet (issue 31): the build refuses ``model`` below, so build with
+``model`` below is the hub's folder as the package writes it (config.json + model.safetensors;
+edgedepth.models.depth_anything_3.weights); ``--model PATH`` takes such a folder on disk.  Without the hub, build with
 ``--model synthetic-da3-small`` (the exact architecture, seeded weights) or ``synthetic-da3-tiny`` (tests).
 Same recipe + same checkpoint + the pinned versions (constraints.txt) -> byte-identical files.
 """
@@ -11,8 +12,9 @@ Same recipe + same checkpoint + the pinned versions (constraints.txt) -> byte-id
 RECIPE = {
     "name": "depth-anything-3-small-edgedepth",
     "base_model": "depth-anything/DA3-SMALL",
-    # The bare hub id, no revision: this repository cannot reach the hub to name one (DA3 weights load nowhere yet);
-    # pin "depth-anything/DA3-SMALL@<commit>" once loading lands, as the V2 recipe does.
+    # The bare hub id, no revision: this repository cannot reach the hub to read one; pin
+    # "depth-anything/DA3-SMALL@<commit>" once a build has loaded it, as the V2 recipe does (the manifest records the
+    # SHA-256 of every weight file loaded either way).
     "model": "depth-anything/DA3-SMALL",
     # (height x width), multiples of the 14-pixel patch.  The package's input processor resizes the long side to 504
     # (process_res=504, upper_bound_resize): a 640x480 photo becomes 378x504, a portrait one 504x378; 518x518 is the

@@ -104,6 +104,33 @@ def test_openvino_reads_both_outputs(files, refs, x):
         assert_within_fp32_noise(both[name], refs["fp64"][name], refs["fp32"][name], what=f"OpenVINO {name}")
 
 
+def test_validate_gates_the_confidence_too(files, tmp_path):
+    """``edgedepth validate`` compares every output of a DA3 file with the package's PyTorch forward: the depth's
+    ``metrics`` and ``output_metrics["confidence"]``, both within FP32 noise of the reference (bound: the factor x
+    PyTorch FP32's own error vs float64 on the same image, measured here), and the Markdown shows the confidence row."""
+    import json
+
+    from conftest import FP32_NOISE_FACTOR
+
+    from edgedepth.checkpoint import load_checkpoint as load
+    from edgedepth.release.build import fp32_noise_by_output
+    from edgedepth.images import image_set
+    from edgedepth.preprocess import preprocess
+
+    report = tmp_path / "v.json"
+    r = run_cli("validate", files["litert"], "--model", TINY, "--limit", "1", "--json", report, "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    (row,) = json.loads(report.read_text())["results"]
+    assert set(row["output_metrics"]) == {"confidence"} and row["status"] == "ok"
+    ckpt = load(TINY, quiet=True)
+    noise = fp32_noise_by_output(DepthModule(ckpt.model, DEPTH_ANYTHING_3.outputs),
+                                 preprocess(image_set(limit=1)[0].load(), SIZE))
+    assert set(noise) == {"depth", "confidence"} and all(v > 0 for v in noise.values())
+    for role, m in (("depth", row["metrics"]), ("confidence", row["output_metrics"]["confidence"])):
+        assert m["pooled_rel_l2"] <= FP32_NOISE_FACTOR * noise[role], (role, m["pooled_rel_l2"], noise[role])
+    assert "_fp32.tflite → confidence | cpu | ok |" in r.stdout
+
+
 def test_a_renamed_file_still_runs(files, x, tmp_path):
     """Without a family-member name or a manifest, the outputs keep the file's own names after the depth."""
     import shutil
@@ -151,6 +178,28 @@ def test_predict_writes_the_confidence_map(files, tmp_path):
     lo, hi = conf.min(), conf.max()
     assert np.array_equal(np.asarray(grey), ((conf - lo) / (hi - lo) * 255 + 0.5).astype(np.uint8))
     assert (tmp_path / f"{stem}_depth.png").exists()
+
+
+def test_api_predict_all_gives_both_maps(files):
+    """``edgedepth.open(f).predict_all(photo)``: depth and confidence, each at the photo's size, the very maps the CLI's
+    predict writes (its .npy); ``predict`` is the depth of the same call, bit for bit."""
+    import edgedepth
+    from edgedepth.predict import resize_depth
+    from edgedepth.preprocess import load_image, model_input
+
+    model = edgedepth.open(files["litert"])
+    maps = model.predict_all(PHOTO)
+    assert list(maps) == ["depth", "confidence"] and all(m.shape == (120, 160) for m in maps.values())
+    assert np.array_equal(model.predict(PHOTO), maps["depth"])
+    runner = model.runner()
+    try:
+        raw = runner.run_all(model_input(load_image(PHOTO), SIZE, runner.input_dtype))
+    finally:
+        runner.close()
+    assert np.array_equal(maps["confidence"], resize_depth(raw["confidence"][0], (120, 160)))
+    small = model.predict_all(PHOTO, resize_back=False)
+    assert np.array_equal(small["confidence"], raw["confidence"][0]) and not np.array_equal(small["confidence"],
+                                                                                            small["depth"])
 
 
 def test_v2_predict_writes_no_confidence(tmp_path):

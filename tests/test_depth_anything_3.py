@@ -25,6 +25,8 @@ SIZE = (28, 42)
 GOLDEN_DIGEST = {
     "synthetic-da3-tiny": "f23e65014061c335628cbbbcc5611f55625ab07069c12e12219a773eab612c29",
     "synthetic-da3-small": "2d8503ff942b30854661e5d7213b280f5104adc07e898d0ba4495a6064931ce7",
+    "synthetic-da3-base": "676b6c72b8cf93861822b571cb4878d5b3012bfdbd02aced323d0ed0d6c380ad",
+    "synthetic-da3-tiny-base": "4a40e691a3e5f6f5ae38bc027fa47fdb9746cb8d305fdec6b2cf714ddfddab46",
 }
 
 
@@ -354,6 +356,14 @@ def test_da3_release_builds_and_verifies(da3_release):
     assert {tuple(o["role"] for o in f["outputs"]) for f in m["files"] if "input" in f} == {("depth", "confidence")}
     assert all(f["outputs"][0]["name"] == f["output"]["name"] for f in m["files"] if "input" in f)
     assert not any(f.get("format") == "onnx" for f in m["files"])
+    # the build gated the confidence too, each output by its own PyTorch FP32-vs-float64 noise (build._Gate)
+    rep = json.loads((da3_release / "build-report.json").read_text())
+    gated = {f["path"] for f in m["files"] if "input" in f}
+    assert set(rep["files"]) == gated and set(rep["pytorch_fp32_vs_float64_rel_l2_by_output"]["28x42"]) == \
+        {"depth", "confidence"}
+    for name in gated:
+        for part in ("parity_cpu", "parity_cpu_confidence"):
+            assert rep["files"][name][part]["pooled_rel_l2"] <= rep["files"][name][part]["gate_bound"], (name, part)
     assert "depth-anything-3 package" in m["parity_method"]["reference"]
     assert {"README.md", "LICENSE", "NOTICE"} <= {f["path"] for f in m["files"]}
     licence = (da3_release / "LICENSE").read_text()
@@ -403,6 +413,37 @@ def test_da3_card_litert_block_runs_as_written(da3_release, tmp_path):
     shutil.copytree(da3_release, folder)
     _photo(folder / "photo.jpg")
     _check_python(_ok(run_python_block(block, folder), "DA3 LiteRT block"), SIZE, "DA3 LiteRT block")
+
+
+DA3_BASE_RECIPE = "recipes/depth-anything-3-base.py"
+
+
+def test_da3_base_recipe_builds_base(tmp_path):
+    """Base's recipe (Small's with Base's checkpoint, one size, LiteRT only) builds Base's files from its tiny stand-in:
+    the member, licence and file names are Base's, both outputs gated, all on the GPU delegate; and it refuses Small."""
+    import json
+
+    from edgedepth.release.recipe import load_recipe
+
+    r = load_recipe(DA3_BASE_RECIPE)
+    assert r.base_model == r.model == MEMBERS["da3-base"].hub_id and r.sizes == ("378x504",)
+    assert [f.name for f, _ in r.parts] == ["tflite"] and r.sha256 != load_recipe(DA3_RECIPE).sha256
+    out = tmp_path / "rel"
+    p = run_cli("release", "--recipe", DA3_BASE_RECIPE, "--out", out, "--model", "synthetic-da3-tiny-base",
+                "--sizes", "28x42", "--parity-images", "1")
+    assert p.returncode == 0, p.stderr[-2000:]
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["model"]["family_member"] == "da3-base" and m["model"]["license"] == "apache-2.0"
+    models = [f for f in m["files"] if "input" in f]
+    assert len(models) == 4 and all(f["path"].startswith("depth_anything_3_da3_base_28x42_") for f in models)
+    assert all(f["gpu_fully_delegated"] for f in models)
+    rep = json.loads((out / "build-report.json").read_text())
+    assert all("parity_cpu_confidence" in rep["files"][f["path"]] for f in models)
+    assert "[Depth Anything 3](https://arxiv.org/abs/2511.10647) Base:" in (out / "README.md").read_text()
+    wrong = run_cli("release", "--recipe", DA3_BASE_RECIPE, "--out", tmp_path / "w", "--model", TINY,
+                    "--sizes", "28x42", "--parity-images", "0", "--no-gpu-check")
+    assert_one_line_error(wrong, "is for depth-anything/DA3-BASE", "--model synthetic-da3-tiny is da3-small")
+    assert not (tmp_path / "w").exists()
 
 
 @pytest.mark.parametrize("recipe,model,fragments", [

@@ -5,6 +5,7 @@
     model = edgedepth.open(files[0])                # an Artifact: checked, described and hashed once
     print(model.describe()["ops"], model.gpu_check()["fully_delegated"])
     depth = model.predict("photo.jpg")              # float32 [H, W] at the photo's size, relative inverse depth
+    maps = model.predict_all("photo.jpg")           # {"depth": ...} (+ "confidence" for Depth Anything 3's files)
 """
 
 from __future__ import annotations
@@ -105,17 +106,24 @@ class Model:
 
     def predict(self, image, backend: str = "cpu", threads: int = 2, *, resize_back: bool = True,
                 max_pixels: int = MAX_PIXELS) -> np.ndarray:
-        """Depth for one photo (a path or a PIL image): float32 [H, W], relative inverse depth (larger = closer),
-        resized back to the photo's size (bicubic, like HF's post-processing) unless ``resize_back=False``.
-        A photo file of more than ``max_pixels`` pixels is refused from its header, before it is decoded."""
+        """Depth for one photo (a path or a PIL image): float32 [H, W], resized back to the photo's size (bicubic, like
+        HF's post-processing) unless ``resize_back=False``.  What it measures is the model's (the release manifest's
+        ``output.semantics``): V2 relative inverse depth (larger = closer), metric members metres, Depth Anything 3
+        relative depth (larger = farther).  A photo file of more than ``max_pixels`` pixels is refused from its
+        header, before it is decoded.  Every output of the file: :meth:`predict_all`."""
+        return self.predict_all(image, backend, threads, resize_back=resize_back, max_pixels=max_pixels)["depth"]
 
+    def predict_all(self, image, backend: str = "cpu", threads: int = 2, *, resize_back: bool = True,
+                    max_pixels: int = MAX_PIXELS) -> dict[str, np.ndarray]:
+        """Every output of the file for one photo, by role, each float32 [H, W] as :meth:`predict` gives the depth:
+        ``{"depth": ...}``, and Depth Anything 3's ``"confidence"`` (>= 1, larger = more confident)."""
         img = load_image(image, max_pixels) if isinstance(image, str) else image.convert("RGB")
         runner = self.runner(backend, threads)
         try:   # a uint8-input file (_u8in, the release's WebGPU file) takes the resized pixels
-            depth = runner.run(model_input(img, self.artifact.size, runner.input_dtype))[0]
+            maps = runner.run_all(model_input(img, self.artifact.size, runner.input_dtype))
         finally:
             runner.close()
-        return resize_depth(depth, (img.height, img.width)) if resize_back else depth
+        return {role: resize_depth(m[0], (img.height, img.width)) if resize_back else m[0] for role, m in maps.items()}
 
 
 def open(path: str) -> Model:  # noqa: A001  (edgedepth.open, like the builtin, opens a file)
@@ -164,7 +172,8 @@ def export(model="synthetic", *, size=DEFAULT_SIZE, out_dir: str, target: str = 
 def validate(paths, *, model="synthetic", backends=("cpu",), images: str | None = None, limit: int | None = None,
              threads: int = 2, progress=None, max_pixels: int = MAX_PIXELS) -> list[dict]:
     """Parity of model files against the PyTorch checkpoint they came from (``edgedepth validate``): one dict per
-    (file, backend) with status, error, flags and metrics (pooled/max/p95 rel-L2, Pearson, aligned AbsRel/δ<1.25).
+    (file, backend) with status, error, flags and metrics (pooled/max/p95 rel-L2, Pearson, aligned AbsRel/δ<1.25);
+    a file with more outputs (Depth Anything 3's confidence) has ``output_metrics``: the same, per further output.
     ``backends``: a list of names; every file must run on at least one of them (never an empty result).  Photos in
     ``images`` above ``max_pixels`` pixels are refused from their headers."""
     backends = _names("backends", backends, list(formats.BACKENDS), '["cpu"]')
@@ -181,7 +190,8 @@ def validate(paths, *, model="synthetic", backends=("cpu",), images: str | None 
     items = image_set(images, limit, max_pixels)
     ckpt = _checkpoint(model)
     check_made_from(files, ckpt.member, ckpt.name)
-    return _validate(files, backends, DepthModule(ckpt.model), items, threads=threads, progress=progress)
+    return _validate(files, backends, DepthModule(ckpt.model, ckpt.family.outputs), items, threads=threads,
+                     progress=progress)
 
 
 __all__ = ["Model", "export", "open", "validate"]

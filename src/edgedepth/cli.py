@@ -178,8 +178,8 @@ def cmd_validate(args) -> int:
     check_made_from([a.path for a in artifacts], ckpt.member, args.model)
     total = sum(len(set(backends) & set(a.format.backends)) for a in artifacts) * len(items)
     with tqdm(total=total, file=sys.stderr, disable=args.quiet, desc="validate", unit="img") as bar:
-        results = validate(artifacts, backends, DepthModule(ckpt.model), items, threads=args.threads,
-                           progress=bar.update)
+        results = validate(artifacts, backends, DepthModule(ckpt.model, ckpt.family.outputs), items,
+                           threads=args.threads, progress=bar.update)
     report = {
         "kind": "edgedepth.validate", "reference": ckpt.provenance(),
         "image_set": {"source": args.images or "default", "count": len(items), "sha256": image_set_hash(items)},

@@ -53,15 +53,24 @@ def _versions() -> dict:
 
 def fp32_noise(module, x) -> float:
     """PyTorch FP32's own rel-L2 against a float64 run of the same module on ``x``: the scale of FP32 rounding."""
+    return fp32_noise_by_output(module, x)["depth"]
+
+
+def fp32_noise_by_output(module, x) -> dict[str, float]:
+    """:func:`fp32_noise` of each output ``module`` returns ({role: rel-L2}; a ``DepthModule``'s ``outputs`` name a
+    tuple's maps: Depth Anything 3's depth and confidence)."""
     import copy
 
     import numpy as np
     import torch
 
     with torch.inference_mode():
-        y32 = module(torch.from_numpy(x)).double()
+        y32 = module(torch.from_numpy(x))
         y64 = copy.deepcopy(module).double()(torch.from_numpy(x).double())
-    return float(np.linalg.norm((y32 - y64).numpy()) / np.linalg.norm(y64.numpy()))
+    pairs = zip(y32, y64) if isinstance(y32, tuple) else [(y32, y64)]
+    roles = getattr(module, "outputs", ("depth",))
+    return {role: float(np.linalg.norm((a.double() - b).numpy()) / np.linalg.norm(b.numpy()))
+            for role, (a, b) in zip(roles, pairs)}
 
 
 def parity_gate(precision: str, rel_l2: float, noise: float) -> tuple[float, bool]:
@@ -99,7 +108,7 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
             step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
         io = _io(ckpt.family, model_info["output_semantics"])
         items = image_set(limit=recipe.parity_images) if recipe.parity_images else []
-        gate = _Gate(DepthModule(ckpt.model), items, step)
+        gate = _Gate(DepthModule(ckpt.model, ckpt.family.outputs), items, step)
         measured = (records.read(recipe.latency_data, "latency"),      # committed measurement records
                     records.read(recipe.parity_data, "parity", backend=REFERENCE_BACKEND))
         entry = lambda path, exported, text, rel=None, gpu_check=False: _entry(  # noqa: E731
@@ -161,10 +170,12 @@ def _write_folder_texts(staging: str, manifest: dict, gate: "_Gate") -> None:
 
 
 class _Gate:
-    """Build-time parity on this machine: fails the build when a file is out of tolerance; values go to the report."""
+    """Build-time parity on this machine: fails the build when a file is out of tolerance; values go to the report.
+    Every output of the file is gated (``reference``: a ``DepthModule`` with the family's ``outputs``): the depth, and
+    Depth Anything 3's confidence, each by its own FP32 noise."""
     def __init__(self, reference, items, step):
         self.reference, self.items, self.step = reference, items, step
-        self.noise: dict[str, float] = {}
+        self.noise: dict[str, dict[str, float]] = {}    # {size: {role: PyTorch FP32 vs float64 rel-L2}}
         self.report: dict[str, dict] = {}
 
     def check(self, art, precision: str, size: tuple[int, int], rel: str | None = None) -> None:
@@ -175,20 +186,28 @@ class _Gate:
         rel = rel or art.name
         key = f"{size[0]}x{size[1]}"
         if key not in self.noise:
-            self.noise[key] = fp32_noise(self.reference, preprocess(self.items[0].load(), size))
+            self.noise[key] = fp32_noise_by_output(self.reference, preprocess(self.items[0].load(), size))
         self.step(f"parity {rel} ({len(self.items)} images)")
         (row,) = validate([art], [REFERENCE_BACKEND], self.reference, self.items)
         if row["status"] != "ok":
             raise EdgedepthError(f"parity gate: {rel} failed on the CPU: {row['error']}")
-        got = row["metrics"]["pooled_rel_l2"]
-        bound, ok = parity_gate(precision, got, self.noise[key])
-        self.report.setdefault(rel, {})["parity_cpu"] = {**_round_metrics(row["metrics"]), "gate_bound": bound}
-        if not ok:
-            raise EdgedepthError(f"parity gate: {rel} is {got:.3e} from PyTorch FP32 (bound {bound:.3e}); not released")
+        report = self.report.setdefault(rel, {})
+        for role, metrics in {"depth": row["metrics"], **row.get("output_metrics", {})}.items():
+            got = metrics["pooled_rel_l2"]
+            bound, ok = parity_gate(precision, got, self.noise[key][role])
+            report["parity_cpu" if role == "depth" else f"parity_cpu_{role}"] = {**_round_metrics(metrics),
+                                                                                  "gate_bound": bound}
+            if not ok:
+                what = rel if role == "depth" else f"{rel}'s {role}"
+                raise EdgedepthError(f"parity gate: {what} is {got:.3e} from PyTorch FP32 (bound {bound:.3e}); "
+                                     "not released")
 
     def summary(self) -> dict:
         return {"kind": "edgedepth.build_report", "environment": environment(threads=2),
-                "pytorch_fp32_vs_float64_rel_l2": self.noise, "files": self.report,
+                "pytorch_fp32_vs_float64_rel_l2": {k: v["depth"] for k, v in self.noise.items()},
+                **({"pytorch_fp32_vs_float64_rel_l2_by_output": self.noise}
+                   if any(len(v) > 1 for v in self.noise.values()) else {}),
+                "files": self.report,
                 "note": "measured on the building machine; not part of the reproducible release (see manifest.json)"}
 
 

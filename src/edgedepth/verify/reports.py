@@ -15,12 +15,15 @@ def validate_markdown(report: dict) -> str:
              "| artifact | backend | status | pooled rel-L2 | max rel-L2 | p95 rel-L2 | Pearson | AbsRel (aligned) | δ<1.25 | flags |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["results"]:
-        m = r["metrics"] or {}
         status = r["status"] if r["status"] == "ok" else f"**{r['status']}**: {r['error']}"
-        lines.append(f"| {r['artifact']} | {r['backend']} | {status} | {_fmt(m.get('pooled_rel_l2'))} | "
-                     f"{_fmt(m.get('max_rel_l2'))} | {_fmt(m.get('p95_rel_l2'))} | {_fmt(m.get('pearson'), '.6f')} | "
-                     f"{_fmt(m.get('aligned_absrel'))} | {_fmt(m.get('aligned_delta1'), '.4f')} | "
-                     f"{'; '.join(r['flags'])} |")
+        # the depth's row, then one per further output (Depth Anything 3's confidence: "file.tflite → confidence")
+        for name, m in [(r["artifact"], r["metrics"] or {}),
+                        *((f"{r['artifact']} → {role}", m) for role, m in r.get("output_metrics", {}).items())]:
+            lines.append(f"| {name} | {r['backend']} | {status} | {_fmt(m.get('pooled_rel_l2'))} | "
+                         f"{_fmt(m.get('max_rel_l2'))} | {_fmt(m.get('p95_rel_l2'))} | "
+                         f"{_fmt(m.get('pearson'), '.6f')} | "
+                         f"{_fmt(m.get('aligned_absrel'))} | {_fmt(m.get('aligned_delta1'), '.4f')} | "
+                         f"{'; '.join(r['flags']) if name == r['artifact'] else ''} |")
     return "\n".join(lines)
 
 

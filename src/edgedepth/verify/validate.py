@@ -1,5 +1,9 @@
 """``edgedepth validate``: every artifact on every backend vs the PyTorch checkpoint it came from, same inputs.
 
+A file with more outputs than the depth (Depth Anything 3's confidence) is compared output by output when the reference
+module returns them too (a ``DepthModule`` built with the family's ``outputs``): ``metrics`` is the depth's, and
+``output_metrics`` holds the same metrics for each further output, by role.
+
 Honest failure reporting: a backend that does not compile is a result with its error, not a skipped row; a "GPU" result
 bit-identical to the CPU's on every image is flagged as a probable silent CPU fallback; an FP32-enforced GPU result far
 from the CPU's is flagged as probable reduced precision.
@@ -26,7 +30,8 @@ def _digest(a: np.ndarray) -> str:
 
 
 class _References:
-    """PyTorch outputs, computed once per (size, image) and shared by all artifacts/backends."""
+    """PyTorch outputs (``run_all``'s dict: the depth, and the module's further outputs), computed once per (size,
+    image) and shared by all artifacts/backends."""
     def __init__(self, module):
         self._module = module
         self._runners: dict = {}
@@ -38,7 +43,7 @@ class _References:
         if key not in self._cache:
             if size not in self._runners:
                 self._runners[size] = self._TorchRunner(self._module, size)
-            self._cache[key] = self._runners[size].run(x)
+            self._cache[key] = self._runners[size].run_all(x)
         return self._cache[key]
 
 
@@ -63,11 +68,13 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
                     progress(len(items))
                 continue
             try:
-                acc, vs_cpu, identical = _run_items(runner, row, items, art.size, inputs, refs, cpu, progress)
+                acc, more, vs_cpu, identical = _run_items(runner, row, items, art.size, inputs, refs, cpu, progress)
             finally:
                 runner.close()
             if row["status"] == "ok":
                 row["metrics"] = acc.summary()
+                if more:
+                    row["output_metrics"] = {role: a.summary() for role, a in more.items()}
                 row["per_image_rel_l2"] = {it.id: float(v) for it, v in zip(items, acc.per_image)}
                 if backend != REFERENCE_BACKEND and cpu:
                     _flag_against_cpu(row, vs_cpu, identical == len(items))
@@ -97,8 +104,9 @@ def _run_items(runner, row: dict, items, size, inputs: dict, refs, cpu: dict, pr
     """Run every image (inputs cached per size; a uint8-input file gets the resized pixels), accumulating parity
     against the reference and, for a non-CPU row, against the CPU row's outputs (``cpu``, filled by the CPU row).
     A runtime failing mid-run sets ``row``'s status (a result, not a crash).  -> (vs reference, vs CPU, bit-identical
-    to the CPU count)."""
+    to the CPU count), and ``more``: {role: accumulator} of the further outputs both the file and the reference have."""
     acc, vs_cpu, identical = ParityAccumulator(), ParityAccumulator(), 0
+    more: dict[str, ParityAccumulator] = {}
     for it in items:
         key = (size, it.id)
         if key not in inputs:       # the model input, and the resized pixels for --input-dtype uint8 files
@@ -106,14 +114,20 @@ def _run_items(runner, row: dict, items, size, inputs: dict, refs, cpu: dict, pr
             inputs[key] = (normalise(px), px)
         x, px = inputs[key]
         ref = refs.get(size, it, x)
+        roles = [n for n in getattr(runner, "output_names", ("depth",))[1:] if n in ref]
+        inp = px if getattr(runner, "input_dtype", "float32") == "uint8" else x
         try:
-            y = runner.run(px if getattr(runner, "input_dtype", "float32") == "uint8" else x)
+            ys = runner.run_all(inp) if roles else {"depth": runner.run(inp)}
         except (RuntimeError, EdgedepthError) as e:
             row.update(status="run_failed", error=f"on {it.id}: {' '.join(str(e).split())}")
             break
-        if not np.all(np.isfinite(y)):
-            row["flags"].append(f"non-finite output on {it.id}")
-        acc.add(y, ref)
+        y = ys["depth"]
+        for role in ("depth", *roles):
+            if not np.all(np.isfinite(ys[role])):
+                row["flags"].append(f"non-finite {role} on {it.id}" if roles else f"non-finite output on {it.id}")
+            if role != "depth":
+                more.setdefault(role, ParityAccumulator()).add(ys[role], ref[role])
+        acc.add(y, ref["depth"])
         if row["backend"] == REFERENCE_BACKEND:
             cpu[it.id] = y
         elif it.id in cpu:
@@ -121,7 +135,7 @@ def _run_items(runner, row: dict, items, size, inputs: dict, refs, cpu: dict, pr
             identical += int(_digest(y) == _digest(cpu[it.id]))
         if progress:
             progress(1)
-    return acc, vs_cpu, identical
+    return acc, more, vs_cpu, identical
 
 
 def _flag_against_cpu(row: dict, vs_cpu, all_identical: bool) -> None:

@@ -7,7 +7,8 @@ Apache 2.0; DA3-LARGE CC BY-NC 4.0.  DA3MONO-LARGE / DA3METRIC-LARGE (Apache 2.0
 
 Synthetic stand-ins: ``synthetic-da3-small`` is the preset's exact backbone + DualDPT with seeded realistic weights;
 ``synthetic-da3-tiny`` keeps every structural feature (RoPE, QK-norm and alternating attention from block 2, the
-camera token, ``cat_token``, four output layers, DualDPT) at tiny widths, for tests.
+camera token, ``cat_token``, four output layers, DualDPT) at tiny widths, for tests; ``synthetic-da3-base`` /
+``synthetic-da3-tiny-base`` the same for Base (its recipe).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ BASE = Arch("da3-base")
 LARGE = Arch("da3-large")
 TINY = Arch("da3-small", embed_dim=32, depth=4, num_heads=2, out_layers=(0, 1, 2, 3), start=2, features=16,
             out_channels=(8, 16, 24, 32))
+# Base's tiny stand-in (its recipe's tests): Base's preset (same structure as Small's) at other tiny widths
+TINY_BASE = Arch("da3-base", embed_dim=48, depth=4, num_heads=3, out_layers=(0, 1, 2, 3), start=2, features=16,
+                 out_channels=(8, 16, 24, 48))
 
 _HF = "depth-anything/"
 _member = functools.partial(Member, family=NAME, semantics=OUTPUT_SEMANTICS, larger_is_farther=True)
@@ -53,4 +57,6 @@ MEMBERS: dict[str, Member] = {m.name: m for m in (
 SYNTHETIC: dict[str, tuple[str, Arch]] = {
     "synthetic-da3-small": ("da3-small", SMALL),
     "synthetic-da3-tiny": ("da3-small", TINY),
+    "synthetic-da3-base": ("da3-base", BASE),
+    "synthetic-da3-tiny-base": ("da3-base", TINY_BASE),
 }
