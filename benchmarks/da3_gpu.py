@@ -36,7 +36,7 @@ what was measured); ratios DA3 / V2 per runtime and precision are in ``ratios``.
     .venv/bin/python benchmarks/da3_gpu.py prepare [--reuse] [--dir out/da3_gpu]  # here: ~2 min on 2 cores
                                                                    # -> .dev/da3gpu (twins + wheels + index.json)
     device: carry [".gl", ".whl", ".whl2", ".dev/da3gpu"]   bash benchmarks/devices/da3_gpu_device.sh
-    then: cp <files_at>/da3_gpu.json benchmarks/results/ && .venv/bin/python benchmarks/lib/records.py --attach ...
+    then: cp <files_at>/da3_gpu.json benchmarks/results/ && .venv/bin/python benchmarks/da3_gpu.py check-twins
     smoke test here (SwiftShader): prepare --tiny (~1 min) && run --tiny --no-cuda (~15 s; --torch-cpu: +2 min)
 """
 
@@ -84,11 +84,22 @@ def _sha(path: str) -> str:
     return sha256_file(path)
 
 
+def _no_nan(obj):
+    """``obj`` with every float NaN as None (strict JSON; a NaN rel-L2 comes from non-finite outputs: check-twins)."""
+    if isinstance(obj, float) and obj != obj:
+        return None
+    if isinstance(obj, dict):
+        return {k: _no_nan(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_no_nan(v) for v in obj]
+    return obj
+
+
 def _write(obj: dict, path: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
+        json.dump(_no_nan(obj), f, indent=1, allow_nan=False)
         f.write("\n")
     os.replace(tmp, path)
 
@@ -580,9 +591,47 @@ def run(a) -> None:
     _log(f"wrote {out}")
 
 
+def check_twins(a) -> None:
+    """Here, after a device run: rebuild the twins (the same bytes: SHA-256 vs prepare's), run each on LiteRT CPU on
+    the run's one input, and attach how much of every output is finite to the report (``--out``, default
+    benchmarks/results/da3_gpu.json) as ``twin_cpu_outputs``.  A twin's refilled weights can overflow an exp head
+    (DA3's depth): a GPU-vs-CPU rel-L2 of inf - inf is NaN, which says nothing about the GPU."""
+    from edgedepth import formats
+
+    twins = a.twins or (TINY_TWINS if a.tiny else TWINS)
+    with open(os.path.join(twins, "index.json")) as f:
+        index = json.load(f)
+    out = a.out or os.path.join(ROOT, "benchmarks", "results", "da3_gpu.json")
+    with open(out) as f:
+        rep = json.load(f)
+    h, w = rep["size"]
+    x, res = _input(h, w), {}
+    for name, t in rebuild_twins(twins, index, a.work).items():
+        r = formats.open_runner(t["path"])
+        try:
+            ys = r.run_all(x)
+        finally:
+            r.close()
+        res[name] = {"sha256": t["sha256"], "matches_prepare": t["matches_prepare"],
+                     **{role: {"finite_fraction": float(np.isfinite(y).mean()), "inf": int(np.isinf(y).sum()),
+                               "nan": int(np.isnan(y).sum())} for role, y in ys.items()}}
+        _log(f"{name}: " + ", ".join(f"{k} {v['finite_fraction']:.1%} finite" for k, v in res[name].items()
+                                     if isinstance(v, dict)))
+    rep["twin_cpu_outputs"] = {"what": "each twin on LiteRT CPU here (check-twins), the run's one input: the share of "
+                                       "finite values per output", "environment": _env_short(), "files": res}
+    _write(rep, out)
+
+
+def _env_short() -> dict:
+    import platform
+
+    return {"machine": platform.machine(), "cpu": platform.processor() or None,
+            "numpy": np.__version__, "date": time.strftime("%Y-%m-%d")}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("step", choices=["prepare", "run", "litert-part", "torch-part"])
+    ap.add_argument("step", choices=["prepare", "run", "litert-part", "torch-part", "check-twins"])
     ap.add_argument("--tiny", action="store_true", help="synthetic-tiny / synthetic-da3-tiny at 56x56, 1 round")
     ap.add_argument("--size", default=None, help="HxW (default 518x518; --tiny 56x56)")
     ap.add_argument("--twins", default=None, help=f"twins folder (default {os.path.relpath(TWINS, ROOT)}, --tiny "
@@ -611,7 +660,8 @@ def main() -> None:
             setattr(a, k, tiny if a.tiny else full)
     # no Vulkan driver named (VK_DRIVER_FILES / VK_ICD_FILENAMES; the device wrapper names NVIDIA's): LiteRT's GPU
     # falls back to SwiftShader where chromium is installed (edgedepth.runtimes.vulkan) -- slow, tiny models only
-    {"prepare": prepare, "run": run, "litert-part": litert_part, "torch-part": torch_part}[a.step](a)
+    {"prepare": prepare, "run": run, "litert-part": litert_part, "torch-part": torch_part,
+     "check-twins": check_twins}[a.step](a)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """Where the compiled CUDA-graph row's time goes (issue 30): a torch.profiler kernel table of one compiled FP16-autocast
 call of the synthetic DA-V2-Small at 518x686 on the H200, next to the same graph with FP16 weights (``.half()``, no
-autocast) and with ``mode="max-autotune-no-cudagraphs"`` off.  Runs ON the device (see devices/gpu_truth_device.sh ``probe``);
+autocast), then the autocast graph with SDPA held to the flash kernel and with the math backend's FP16 reduction
+allowed (the H100 profile of 2026-12-05 showed the attention as math SDPA in FP32).  Runs ON the device (see devices/gpu_truth_device.sh ``probe``);
 writes $OUT/gpu_limit_probe.json.  Both timers (CUDA events, synchronised wall clock) per call, 20 warm-ups + 50 calls.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -87,6 +89,34 @@ def main() -> None:
     rep["half_compiled_kernels"] = kernels(hc, xh)
     for k in rep["half_compiled_kernels"][:12]:
         print(f"  {k['ms_per_forward']:7.3f} ms  x{k['calls_per_forward']:5.0f}  {k['name'][:110]}", flush=True)
+    write(rep)
+    # The fused-attention arms (the 2026-12-05 H100 profile: the attention above is math SDPA in FP32, 61 % of the
+    # call): autocast compiled again with SDPA held to the flash kernel, and with the math backend allowed to reduce
+    # in FP16.  A failing arm is a row with its error.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def fused(name, ctx, prepare=None):
+        torch._dynamo.reset()
+        if prepare:
+            prepare()
+        cm = torch.compile(DepthModule(load_checkpoint("synthetic", quiet=True).model).eval().cuda(),
+                           mode="reduce-overhead", dynamic=False)
+
+        def call(x):
+            with torch.inference_mode(), torch.autocast("cuda", dtype=torch.float16), ctx():
+                return cm(x)
+        try:
+            c = graphs(call)
+            rep[name] = timed(c, x)
+            rep[name + "_kernels"] = kernels(c, x)
+        except Exception as e:      # noqa: BLE001 (a row, not a crash)
+            rep[name] = {"error": " ".join(str(e).split())[:300]}
+        print(name, rep[name], flush=True)
+        write(rep)
+
+    fused("flash_compiled", lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION))
+    fused("math_fp16_reduction_compiled", contextlib.nullcontext,
+          lambda: torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True))
     rep["dynamo_counters"] = _counters()
     write(rep)
 

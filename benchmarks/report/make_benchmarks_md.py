@@ -16,7 +16,7 @@ from md_da3 import (gpu_summary_lines as da3_gpu_summary, section_da3, section_d
 from md_family import section_family, summary_lines as family_summary
 from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as gpu_summary
 from md_gpu_truth import (section_browser_h200, section_cpu_int8_xeon, section_gpu_hazards, section_gpu_limit,
-                          section_gpu_options, summary_lines as truth_summary)
+                          section_gpu_options, section_webcam_overlap, summary_lines as truth_summary)
 from md_hostile import section_hostile
 from md_onnx import section_onnx_dynamic, summary_lines as onnx_summary
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
@@ -497,6 +497,7 @@ def main():
     section_tjs_preprocessing(L)
     section_playground(L)
     section_browser_h200(L)
+    section_webcam_overlap(L)
     section_cpu_int8_xeon(L)
     for extra in sorted(f for f in os.listdir(R) if f.startswith("extra_") and f.endswith(".md")):
         L += [open(os.path.join(R, extra)).read(), ""]

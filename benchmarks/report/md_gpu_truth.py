@@ -83,12 +83,44 @@ def section_gpu_limit(L) -> None:
             L.append(f"| {size} | {n} | {v['median_ms']:.2f} | {v['wall_median_ms']:.2f} | "
                      f"{v['events_over_wall']:.3f} | {so.get('median_ms', 0):.2f} / {so.get('wall_median_ms', 0):.2f} "
                      f"| {v.get('throughput_ms', 0):.2f} |")
-    p = load("gpu_limit_probe.json")
-    if p:
-        L += ["", "Kernel profile of one compiled call (`benchmarks/gpu_limit_probe.py`, torch.profiler, 518×686): "
-              + "; ".join(f"{k['name'][:60]} {k['ms_per_forward']:.2f} ms" for k in p["autocast_compiled_kernels"][:5])
-              + "."]
+    probe_lines(L, load("gpu_limit_probe.json"))
     L.append("")
+
+
+def _fp32_attention_ms(kernels: list) -> tuple[float, int]:
+    """ms per call (and kernel launches) of the FP32 GEMMs (cuBLAS ``f32f32`` names) and the softmax kernels."""
+    hits = [k for k in kernels if "f32f32_f32f32" in k["name"] or "softmax" in k["name"]]
+    return sum(k["ms_per_forward"] for k in hits), int(sum(k["calls_per_forward"] for k in hits))
+
+
+def probe_lines(L, p: dict | None) -> None:
+    """Where the compiled FP16 row's time goes (results/gpu_limit_probe.json: benchmarks/gpu_limit_probe.py)."""
+    if not p:
+        return
+    arms = [(a, p[a], p.get(a + "_kernels") or []) for a in ("autocast_compiled", "half_compiled") if a in p]
+    names = {"autocast_compiled": "FP16 autocast", "half_compiled": "`.half()` weights, no autocast"}
+    L += ["", f"Kernel profile of the compiled row (`benchmarks/gpu_limit_probe.py`, torch.profiler, 518×686, "
+          f"{p['gpu']}, torch {p['torch']}, transformers {p.get('transformers')}; attention implementation "
+          f"{' / '.join(map(str, p['attn']))} (model / backbone)): "
+          + "; ".join(f"{names[a]} {t['events_median_ms']:.2f} ms by CUDA events, {t['wall_median_ms']:.2f} ms "
+                      f"by the wall clock" for a, t, _ in arms) + "."]
+    for a, t, ks in arms:
+        ms, n = _fp32_attention_ms(ks)
+        if ms:
+            L.append(f"- {names[a]}: FP32 GEMMs + softmax ({n} kernels a call: two `f32f32` GEMMs and one "
+                     f"`_safe_softmax` per layer) {ms:.2f} ms = **{ms / t['events_median_ms']:.0%}** of the call; top "
+                     "kernels " + "; ".join(f"`{k['name'][:48]}…` {k['ms_per_forward']:.2f} ms ×{k['calls_per_forward']:.0f}"
+                                            for k in ks[:3]) + ".")
+    dc = (p.get("dynamo_counters") or {}).get("stats") or {}
+    L.append("- Reading: both timers agree (the time is GPU work, not per-call overhead), and "
+             f"{dc.get('unique_graphs', '?')} graphs were compiled for {len(arms)} arms (no graph breaks). The "
+             "attention runs in FP32 whichever way FP16 is asked for: `_safe_softmax` is PyTorch's math SDPA "
+             "backend, which upcasts FP16 inputs to FP32, so the fused (flash / memory-efficient) kernels were not "
+             "chosen for this graph. Without those kernels the call would be ≈ "
+             f"{arms[0][1]['events_median_ms'] - _fp32_attention_ms(arms[0][2])[0]:.1f} ms on this GPU (an "
+             "estimate: fused FP16 attention is not free), which would account for most of the gap to the ≈ 1.9 ms "
+             "filed from another script on the H200. Not yet confirmed: the next device call times the same arms "
+             "under `torch.nn.attention.sdpa_kernel(FLASH_ATTENTION)`; every ÷ limit figure is recomputed from that.")
 
 
 def section_browser_h200(L) -> None:
@@ -142,19 +174,73 @@ def section_browser_h200(L) -> None:
     L.append("")
 
 
-def section_cpu_int8_xeon(L) -> None:
-    x, here = load("cpu_int8_xeon.json"), load("openvino_int8_prepare.json")
-    if not x:
+def section_webcam_overlap(L) -> None:
+    """The playground's webcam mode with and without preparing the next frame while the GPU runs (issue 30), from
+    results/webcam_fps_webgpu_h100.json (benchmarks/devices/browser_device.sh run --no-latency)."""
+    w, d = load("webcam_fps_webgpu_h100.json"), load("webgpu_diagnosis_h100.json")
+    if not w:
         return
-    L += ["## CPU: OpenVINO INT8 (NNCF) and BF16 on the H200 host's Xeon", "",
-          f"Status: **{x['status']}**. {x['why_no_latency']}. Next: {x['next']}.", "",
-          f"OpenVINO there: capabilities {', '.join(x['openvino_cpu']['OPTIMIZATION_CAPABILITIES'])}; default "
-          f"inference precision {x['openvino_cpu']['default_INFERENCE_PRECISION_HINT']} (BF16 native: "
-          f"{x['openvino_cpu']['bf16_native']}). Parity there ({x['parity_what']}): " +
-          ", ".join(f"{k} {v:.2e}" for k, v in x["parity_vs_float64_there"].items()) + "."]
+    v = w["variants"]
+    L += ["### Webcam mode: the next frame prepared while the GPU runs (H100, headless Chromium, WebGPU over Vulkan)", "",
+          f"Same carrying scripts, another loan ({w['date']}, {w.get('device', 'H100')}; launch flags "
+          f"`{(d or {}).get('chosen') or '?'}`, adapter vendor "
+          f"{next(iter(v.values())).get('adapter')}, not a fallback): {w['method']}.", "",
+          "| variant | file | frames/s | per round | frame ms | model ms | preprocessing ms | other ms |",
+          "|---|---|---|---|---|---|---|---|"]
+    for n, r in v.items():
+        L.append(f"| {n} | `{r['file']}` | **{r['fps']:.1f}** | {' / '.join(f'{f:.1f}' for f in r['fps_per_round'])} | "
+                 f"{r['frame_ms_median']:.0f} | {r['model_ms_median']:.0f} | {r['preprocess_ms_median']:.0f} | "
+                 f"{r['other_ms_median']:.0f} |")
+    pairs = [(n, f"{n}+no-overlap") for n in v if f"{n}+no-overlap" in v]
+    if pairs:
+        L += ["", "Overlap ÷ no overlap, frames/s (same run): " + "; ".join(
+            f"{a.split(':')[1]} **{v[a]['fps'] / v[b]['fps']:.2f}×** ({v[b]['fps']:.1f} → {v[a]['fps']:.1f})"
+            for a, b in pairs) + ". With overlap the model's share grows (the page's preprocessing now runs while the "
+            "GPU works, and the read-back waits for both), so the frame is no longer model + preprocessing; the 30 "
+            "frames/s goal at 518×686 still needs the model call itself faster in the browser."]
+    L.append("")
+
+
+def section_cpu_int8_xeon(L) -> None:
+    """OpenVINO INT8 (NNCF) / BF16 vs the FP32 runtimes on the lent GPU machine's Xeon host, 2 and 16 threads."""
+    x, here = load("cpu_int8_xeon.json"), load("openvino_int8_prepare.json")
+    if not x or "threads" not in x:
+        return
+    env, ov = x["environment"], x["openvino_cpu"]
+    first = next(iter(x["threads"].values()))["method"]
+    L += ["## CPU: OpenVINO INT8 (NNCF) and BF16 on the GPU machine's Xeon host (issue 30)", "",
+          f"`benchmarks/openvino_int8.py` ({x['date']}, {env.get('cpu')}, {env.get('cores')} cores, ISA "
+          f"{', '.join(env.get('cpu_isa', []))}; OpenVINO {env['versions'].get('openvino')}, ONNX Runtime "
+          f"{env['versions'].get('onnxruntime')}, ai-edge-litert {env['versions'].get('ai-edge-litert')}): "
+          f"{x['calls']}. Synthetic DA-V2-Small at {x['size'][0]}×{x['size'][1]}, input `{x['timing_input']}`; "
+          f"{first['rounds']} interleaved rounds × ({first['warmup']} + {first['iters']}) calls, order rotated; "
+          f"{first['timed']}. OpenVINO INT8 = the NNCF post-training IR made here from our `.onnx` (calibrated on the "
+          f"bundled photos), carried as is; BF16 = OpenVINO's inference precision hint on AMX (default there: "
+          f"{ov['default_INFERENCE_PRECISION_HINT']}). LiteRT rows are timing twins (same graph, seeded weights).", "",
+          "| threads | runtime | inference precision | median ms | IQR ms | ÷ best FP32 |", "|---|---|---|---|---|---|"]
+    for t, v in x["threads"].items():
+        best = v["summary"]["best_fp32_ms"]
+        for n, r in v["rows"].items():
+            if "median_ms" not in r:
+                L.append(f"| {t} | {n} | – | failed: {r.get('error', '?')} | | |")
+                continue
+            L.append(f"| {t} | {n} | {r.get('inference_precision') or '–'} | {r['median_ms']:.1f} | "
+                     f"{r['p25_ms']:.1f}–{r['p75_ms']:.1f} | {r['median_ms'] / best:.2f} |")
+    L.append("")
+    for t, v in x["threads"].items():
+        sm = v["summary"]
+        L.append(f"- {t} threads: best INT8/BF16 `{sm['best_int8']}` {sm['best_int8_ms']:.1f} ms = "
+                 f"**{sm['best_int8_over_best_fp32']:.2f}×** the best FP32 (`{sm['best_fp32']}`, "
+                 f"{sm['best_fp32_ms']:.1f} ms): goal ≤ {sm['goal']} {'met' if sm['goal_met'] else '**not met**'}; "
+                 f"OpenVINO INT8 (FP32 compute) ÷ LiteRT INT8 {sm['openvino_int8_over_litert_int8']:.2f}.")
+    pr = x["parity"]["rows"]
+    L.append("- Parity there, pooled rel-L2 vs OpenVINO FP32 on the same inputs (" + ", ".join(x["parity"]["images"]) +
+             "): " + ", ".join(f"{k} {v['vs_openvino_fp32']:.2e}" for k, v in pr.items() if "vs_openvino_fp32" in v)
+             + "; vs a float64 PyTorch run in an earlier call (" + x["parity_vs_float64_what"].split(" (")[0] + "): "
+             + ", ".join(f"{k} {v:.2e}" for k, v in x["parity_vs_float64_earlier_call"].items()) + ".")
     if here:
         rows = here["parity"]["rows"]
-        L.append(f"Here ({here['parity']['metric']}, {len(here['parity']['images'])} held-out views, vs "
+        L.append(f"- Here ({here['parity']['metric']}, {len(here['parity']['images'])} held-out views, vs "
                  f"{here['parity']['reference']}): " +
                  ", ".join(f"{k} {v['vs_float64']['pooled_rel_l2']:.2e}" for k, v in rows.items()) + ".")
     L.append("")
@@ -191,6 +277,16 @@ def section_gpu_hazards(L) -> None:
               "needs the same fold (issue 31).", ""]
 
 
+def _probe_note() -> str:
+    p = load("gpu_limit_probe.json")
+    if not p or not p.get("autocast_compiled_kernels"):
+        return ""
+    ms, _ = _fp32_attention_ms(p["autocast_compiled_kernels"])
+    return (f"; a kernel profile of that graph on an {p['gpu'].replace('NVIDIA ', '').split(' ')[0]} spends "
+            f"{ms / p['autocast_compiled']['events_median_ms']:.0%} of it in FP32 attention (math SDPA), so the true "
+            "limit is lower: being confirmed")
+
+
 def summary_lines() -> list[str]:
     """README headline lines for issue 30, from the same JSON."""
     S = []
@@ -205,7 +301,7 @@ def summary_lines() -> list[str]:
         c = ref["sizes"]["518x686"]["variants"]["compile-cudagraphs-fp16"]
         S.append(f"- PyTorch CUDA limit on the H200 (518×686, torch.compile CUDA graphs, FP16 autocast): "
                  f"{c['median_ms']:.2f} ms by CUDA events, {c['wall_median_ms']:.2f} ms by the synchronised wall clock "
-                 f"({c['throughput_ms']:.2f} ms a call over 100 calls synchronised once).")
+                 f"({c['throughput_ms']:.2f} ms a call over 100 calls synchronised once)" + _probe_note() + ".")
     h = load("gpu_hazards.json")
     if h:
         wrong = sum(r["gpu_vs_numpy"] > 1e-6 for r in h["one_op"])
@@ -215,6 +311,18 @@ def summary_lines() -> list[str]:
                  "lower rank, constant second input: row 0 on every row); the plain conversion has "
                  f"{plain['gpu_hazards'] if plain else '?'} such ops, edgedepth's files none; `inspect` shows them, "
                  "`release` refuses them.")
+    wo = load("webcam_fps_webgpu_h100.json")
+    if wo and "litertjs:518x686+no-overlap" in wo["variants"]:
+        a, b = wo["variants"]["litertjs:518x686"], wo["variants"]["litertjs:518x686+no-overlap"]
+        S.append(f"- Playground webcam mode on an H100 (headless Chromium, WebGPU): preparing the next frame while the "
+                 f"GPU runs takes 518×686 from {b['fps']:.1f} to **{a['fps']:.1f} frames/s** "
+                 f"({a['fps'] / b['fps']:.2f}×, same run); the 30 frames/s goal is not met yet.")
+    x = load("cpu_int8_xeon.json")
+    if x and "threads" in x:
+        S.append("- Xeon host of the GPU machine (AVX-512 VNNI, AMX): OpenVINO INT8 (NNCF) with BF16 compute takes " +
+                 ", ".join(f"**{v['summary']['best_int8_over_best_fp32']:.2f}×** the best FP32 at {t} threads"
+                           for t, v in x["threads"].items()) + " (goal ≤ 0.7; rel-L2 vs OpenVINO FP32 "
+                 f"{x['parity']['rows']['openvino_int8_bf16']['vs_openvino_fp32']:.1e}); not a release file yet.")
     p, w = load("playground_webgpu_h200.json"), load("webcam_fps_webgpu_h200.json")
     if p and w:
         v = p["browser"]["variants"]
