@@ -17,7 +17,7 @@ _SMALL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "depth-anythin
 INCLUDES = [os.path.abspath(__file__), _SMALL]     # the provenance hash covers Small's recipe bytes too
 RECIPE = {**runpy.run_path(_SMALL, run_name="edgedepth_recipe_base")["RECIPE"],
           "name": "depth-anything-3-base-edgedepth", "base_model": "depth-anything/DA3-BASE",
-          "model": "depth-anything/DA3-BASE", "sizes": ["378x504"], "executorch": None}
+          "model": "depth-anything/DA3-BASE", "sizes": ["378x504"], "executorch": None, "onnx": None}
 
 if __name__ == "__main__":
     import sys

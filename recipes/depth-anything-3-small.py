@@ -26,8 +26,10 @@ RECIPE = {
     "litert": {"precisions": ["fp32", "fp16", "int8"], "pixel_input": ["fp16"]},
     # ExecuTorch: one small XNNPACK FP32 preset (DA3's INT8 .pte is refused; WebGPU lowering is V2's preset only)
     "executorch": {"sizes": ["224x224"], "backends": ["xnnpack"], "precisions": ["fp32"]},
-    # No "onnx": the release's ONNX files are dynamic-size (any multiple of 14), which DA3's frozen position embedding
-    # and static RoPE refuse; `edgedepth export --target onnx` makes fixed-size DA3 files.
+    # ONNX at the first size, fixed (DA3's frozen position embedding and static RoPE refuse a dynamic size), in
+    # onnx-community's names (onnx/model.onnx, onnx/model_quantized.onnx); no config.json: transformers.js has no DA3
+    # class.  No FP16 ONNX yet: the fp16_safe rewrite knows V2's activations only.
+    "onnx": {"precisions": ["fp32", "int8"]},
     "parity": {"images": 8, "backend": "cpu"},  # build gate, default bundled image set (values -> build-report.json)
     # no parity_data / latency_data: nothing has been measured for these files yet
 }

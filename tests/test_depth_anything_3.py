@@ -350,12 +350,19 @@ def test_da3_release_builds_and_verifies(da3_release):
                           "output_semantics": MEMBERS["da3-small"].output_semantics, "larger_is_farther": True}
     models = {(f["format"], f["precision"], f["input"]["dtype"]) for f in m["files"] if "input" in f}
     assert models == {("tflite", "fp32", "float32"), ("tflite", "fp16", "float32"), ("tflite", "int8", "float32"),
-                      ("tflite", "fp16", "uint8"), ("pte", "fp32", "float32")}
+                      ("tflite", "fp16", "uint8"), ("pte", "fp32", "float32"), ("onnx", "fp32", "float32"),
+                      ("onnx", "int8", "float32")}
     assert all(f["gpu_fully_delegated"] for f in m["files"] if f.get("format") == "tflite")
     # the monocular contract: every file outputs depth then confidence (tests/test_da3_confidence.py)
     assert {tuple(o["role"] for o in f["outputs"]) for f in m["files"] if "input" in f} == {("depth", "confidence")}
     assert all(f["outputs"][0]["name"] == f["output"]["name"] for f in m["files"] if "input" in f)
-    assert not any(f.get("format") == "onnx" for f in m["files"])
+    # ONNX: fixed-size files in onnx-community's names, both outputs; no transformers.js config (no DA3 class there)
+    onnx = {f["path"]: f for f in m["files"] if f.get("format") == "onnx"}
+    assert set(onnx) == {"onnx/model.onnx", "onnx/model_quantized.onnx"}
+    assert all("dynamic_size" not in f and f["input"]["shape"] == [1, 3, 28, 42] for f in onnx.values())
+    assert all([o["name"] for o in f["outputs"]] == ["predicted_depth", "confidence"] for f in onnx.values())
+    assert all("transformers.js" not in f["recommended_runtime_options"] for f in onnx.values())
+    assert not (da3_release / "config.json").exists() and not (da3_release / "preprocessor_config.json").exists()
     # the build gated the confidence too, each output by its own PyTorch FP32-vs-float64 noise (build._Gate)
     rep = json.loads((da3_release / "build-report.json").read_text())
     gated = {f["path"] for f in m["files"] if "input" in f}
@@ -444,6 +451,25 @@ def test_da3_base_recipe_builds_base(tmp_path):
                     "--sizes", "28x42", "--parity-images", "0", "--no-gpu-check")
     assert_one_line_error(wrong, "is for depth-anything/DA3-BASE", "--model synthetic-da3-tiny is da3-small")
     assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("kind", ["onnxruntime", "openvino"])
+def test_da3_card_onnx_blocks_run_as_written(da3_release, tmp_path, kind):
+    """The card's ONNX Runtime and OpenVINO snippets, as written, in a copy of the folder with a photo: the fixed-size
+    file's depth [H, W] from edgedepth.preprocess's pixels; the text names both outputs and no transformers.js."""
+    import shutil
+
+    from test_model_card import _check_python, _kind, _ok, _photo, code_blocks, run_python_block
+
+    text = (da3_release / "README.md").read_text()
+    (block,) = [b for lang, b in code_blocks(text) if lang == "python" and _kind(b) == kind]
+    assert "H, W = 28, 42" in block and "# [H, W], relative depth, larger = farther" in block
+    assert "outputs `predicted_depth` `[1, H, W]`, `confidence` `[1, H, W]` (in that order)" in text
+    assert "transformers.js" not in text and "```js" not in text
+    folder = tmp_path / "depth-anything-3-small-edgedepth"
+    shutil.copytree(da3_release, folder)
+    _photo(folder / "photo.jpg")
+    _check_python(_ok(run_python_block(block, folder), f"DA3 {kind} block"), SIZE, f"DA3 {kind} block")
 
 
 @pytest.mark.parametrize("recipe,model,fragments", [

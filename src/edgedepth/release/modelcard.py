@@ -35,7 +35,7 @@ def _how_to_run(c: "_Card") -> list[str]:
     """Each format's snippets (``Format.card_how_to``), in the card's order (``Format.card_order``)."""
     L = ["## How to run", "",
          "Each Python snippet runs as written inside this folder, with a photo named `photo.jpg` in it"
-         + (" (the transformers.js one: from the folder's parent, see its first line)." if c.onnx_files else "."), ""]
+         + (" (the transformers.js one: from the folder's parent, see its first line)." if c.js else "."), ""]
     ctx = CardContext(c.m["name"], c.metric, c.example, short_semantics(c.info["output_semantics"]))
     for fmt in sorted(FORMATS, key=lambda f: f.card_order):
         files = [f for f in c.models if entry_format(f) is fmt]
@@ -64,6 +64,11 @@ class _Card:
     @property
     def metric(self) -> bool:
         return self.info["kind"] == "metric"
+
+    @property
+    def js(self) -> bool:
+        """ONNX files transformers.js loads (dynamic size, a transformers config beside them): its tag and snippet."""
+        return any("transformers.js" in (f.get("recommended_runtime_options") or {}) for f in self.onnx_files)
 
     @property
     def nc(self) -> bool:
@@ -106,7 +111,7 @@ def _front_matter(c: _Card) -> list[str]:
     L = ["---", f"license: {c.info['license']}", f"base_model: {c.prov['base_model']}", "base_model_relation: quantized",
          "library_name: litert", "pipeline_tag: depth-estimation", "tags:", "  - depth-estimation",
          f"  - {c.family.hub_tag}", "  - litert", "  - tflite", "  - webgpu", "  - on-device"] \
-        + (["  - onnx", "  - transformers.js"] if c.onnx_files else []) \
+        + (["  - onnx"] if c.onnx_files else []) + (["  - transformers.js"] if c.js else []) \
         + ["---", "", f"# {c.m['name']}", ""]
     if c.synthetic:
         L += ["> **These files were built from synthetic (seeded random) weights, not the trained checkpoint.** They have the",
@@ -248,7 +253,9 @@ def _latency(c: _Card) -> list[str]:
 def _limitations(c: _Card) -> list[str]:
     info, onnx_files = c.info, c.onnx_files
     L = ["", "## Limitations", "",
-         "- `.tflite` and `.pte` files: a fixed input size per file (the position embedding is frozen for that size: "
+         "- `.tflite` and `.pte`" + (" and `.onnx`" if onnx_files and not any(f.get("dynamic_size") for f in onnx_files)
+                                      else "") + " files: a fixed input size per file (the position embedding is "
+         "frozen for that size: "
          + ", ".join(sorted({f["size"] for f in c.models if not f.get("dynamic_size")}, key=_area))
          + "); pick the file matching your aspect ratio or resize to it."
          + (f" The ONNX files take any height and width that are multiples of 14 (verified and timed at "

@@ -476,16 +476,21 @@ class Onnx(Format):
         return 1 + len(part.precisions) * gate
 
     def release_files(self, part: RecipePart, rs: ReleaseStep) -> tuple[list[dict], dict]:
-        """Files with dynamic height and width in the onnx-community / transformers.js layout (``HUB_LAYOUT``, with
-        ``config.json`` and ``preprocessor_config.json``), parity-gated on ONNX Runtime (CPU) at the release's first
-        size (the size the files record as edgedepth's)."""
+        """Files in onnx-community's layout (``HUB_LAYOUT``), parity-gated on ONNX Runtime (CPU) at the release's
+        first size (the size the files record as edgedepth's).  Dynamic height and width with ``config.json`` and
+        ``preprocessor_config.json`` (the transformers.js layout) for a family whose rewrites can keep the size
+        symbolic and whose checkpoints have a transformers config; else (Depth Anything 3: static RoPE, frozen
+        position embedding; no transformers / transformers.js class) fixed-size files at that size, no JSON."""
         import shutil
+
+        from ...rewrites import format_defaults
 
         text = rs.sizes[0]
         h, w = parse_size(text)
+        dynamic = format_defaults(rs.ckpt.model, DYNAMIC_REWRITES)[1]
         rs.step(f"ONNX {text}: {', '.join(part.precisions)}")
         work = os.path.join(rs.staging, ".onnx-export")
-        files = self.export(rs.ckpt.model, h, w, work, precisions=part.precisions, dynamic_size=True)
+        files = self.export(rs.ckpt.model, h, w, work, precisions=part.precisions, dynamic_size=dynamic)
         entries = []
         for f in files:
             rel = HUB_LAYOUT[f.precision]
@@ -493,35 +498,41 @@ class Onnx(Format):
             os.replace(f.path, os.path.join(rs.staging, rel))
             entries.append(rs.entry(os.path.join(rs.staging, rel), f, text, rel=rel))
         shutil.rmtree(work, ignore_errors=True)
-        rs.write_text(CONFIG, config_json(rs.ckpt.model))
-        rs.write_text(PREPROCESSOR_CONFIG, preprocessor_config_json())
+        if dynamic and family_of(rs.ckpt.model).model_types:    # a transformers config: transformers.js loads it
+            rs.write_text(CONFIG, config_json(rs.ckpt.model))
+            rs.write_text(PREPROCESSOR_CONFIG, preprocessor_config_json())
         return entries, {}
 
     def release_entry(self, art, exported: Exported, size_text: str, io) -> dict:
-        """A dynamic-size .onnx in the hub layout."""
+        """A .onnx in the hub layout: dynamic-size (transformers.js reads it too) or fixed-size."""
         info, precision = art.info, exported.precision
+        dynamic = bool(info.get("dynamic"))
+        options = {"onnxruntime": "CPUExecutionProvider, intra_op_num_threads = number of big cores",
+                   "openvino": "CPU, INFERENCE_PRECISION_HINT f32 (else bf16 on AMX CPUs)"}
+        if dynamic:
+            options["transformers.js"] = (f"dtype {TRANSFORMERS_JS_DTYPE[precision]}; this folder's "
+                                          "preprocessor_config.json (518 px, aspect ratio kept, multiples of 14)")
         return {"format": "onnx", "runtime": "onnxruntime", "precision": precision, "size": size_text,
                 **io(*art.size, INPUT_NAME, OUTPUT_NAME), "opset": info["opset"],
-                "dynamic_size": "height and width: any multiples of 14 (size: the one verified and timed)",
+                **({"dynamic_size": "height and width: any multiples of 14 (size: the one verified and timed)"}
+                   if dynamic else {}),
                 "ops": info["ops"], "op_histogram": info["op_histogram"], "rewrites": exported.rewrites,
                 "quantization": {"int8": "onnxruntime quantize_dynamic (int8 weights, uint8 activations per call)",
                                  "fp16": "onnxruntime float16 converter (weights and compute; float32 I/O kept)"}
                 .get(precision),
-                "recommended_runtime_options": {
-                    "onnxruntime": "CPUExecutionProvider, intra_op_num_threads = number of big cores",
-                    "openvino": "CPU, INFERENCE_PRECISION_HINT f32 (else bf16 on AMX CPUs)",
-                    "transformers.js": f"dtype {TRANSFORMERS_JS_DTYPE[precision]}; this folder's "
-                                       "preprocessor_config.json (518 px, aspect ratio kept, multiples of 14)"}}
+                "recommended_runtime_options": options}
 
     card_order = 1
 
     def card_delegation(self, entry: dict) -> str:
-        return "runtime's choice (ONNX Runtime / OpenVINO / transformers.js)"
+        js = "transformers.js" in (entry.get("recommended_runtime_options") or {})
+        return f"runtime's choice (ONNX Runtime / OpenVINO{' / transformers.js' if js else ''})"
 
     def card_how_to(self, files: list[dict], ctx: CardContext) -> list[str]:
         from .card import js_block, onnx_blocks
 
-        return onnx_blocks(files, ctx.metric) + js_block(ctx.name, files)
+        js = any("transformers.js" in (f.get("recommended_runtime_options") or {}) for f in files)
+        return onnx_blocks(files, ctx.metric, ctx.semantics) + (js_block(ctx.name, files) if js else [])
 
     def card_sizes_note(self, files: list[dict]) -> str:
         dyn = [f for f in files if f.get("dynamic_size")]

@@ -7,16 +7,21 @@ from ..base import normalise_lines
 from .hub_files import TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE
 
 
-def onnx_blocks(onnx_files: list[dict], metric: bool) -> list[str]:
+def onnx_blocks(onnx_files: list[dict], metric: bool,
+                semantics: str = "relative inverse depth, larger = closer") -> list[str]:
+    """``semantics``: the depth's meaning, short (``CardContext.semantics``), for the snippets' comments."""
     o = next((f for f in onnx_files if f["precision"] == "fp32"), onnx_files[0])
     vh, vw = o["input"]["shape"][2:]
     dyn = bool(o.get("dynamic_size"))
     n = o["input"]["normalisation"]
     opts = o.get("recommended_runtime_options") or {}
     names = ", ".join(f"`{f['path']}` {f['precision'].upper()}" for f in onnx_files)
-    what = "metres" if metric else "relative inverse depth"
-    L = [f"ONNX (`onnx/`, the onnx-community / transformers.js layout: {names}): input `{o['input']['name']}` float32 "
-         f"`[1, 3, H, W]`, output `{o['output']['name']}` `[1, H, W]`, same normalisation; "
+    what = "metres" if metric else semantics.removesuffix(", larger = closer")
+    outs = o.get("outputs") or [o["output"]]
+    layout = "the onnx-community / transformers.js layout" if "transformers.js" in opts else "onnx-community's names"
+    L = [f"ONNX (`onnx/`, {layout}: {names}): input `{o['input']['name']}` float32 `[1, 3, H, W]`, "
+         + ("outputs " + ", ".join(f"`{x['name']}` `[1, H, W]`" for x in outs) + " (in that order)" if len(outs) > 1
+            else f"output `{o['output']['name']}` `[1, H, W]`") + ", same normalisation; "
          + (f"{o['dynamic_size']}, {o['size']} here." if dyn else f"a fixed size, {o['size']}.")]
     if opts.get("onnxruntime") or opts.get("openvino"):
         named = (("ONNX Runtime", opts.get("onnxruntime")), ("OpenVINO", opts.get("openvino")))
