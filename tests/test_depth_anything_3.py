@@ -419,7 +419,25 @@ def test_da3_card_litert_block_runs_as_written(da3_release, tmp_path):
     folder = tmp_path / "depth-anything-3-small-edgedepth"
     shutil.copytree(da3_release, folder)
     _photo(folder / "photo.jpg")
-    _check_python(_ok(run_python_block(block, folder), "DA3 LiteRT block"), SIZE, "DA3 LiteRT block")
+    assert "confidence = out[1].read(" in block
+    r = run_python_block(block + CONFIDENCE_CHECK, folder)
+    _check_python(_ok(r, "DA3 LiteRT block"), SIZE, "DA3 LiteRT block")
+    _check_confidence(r.stdout, "DA3 LiteRT block")
+
+
+# appended to a card block: what its ``confidence`` is (the PY_CHECK of test_model_card checks its ``depth``)
+CONFIDENCE_CHECK = ("\nimport json as _json\nprint('CONFIDENCE ' + _json.dumps({'shape': list(confidence.shape), "
+                    "'min': float(confidence.min()), 'finite': bool(np.isfinite(confidence).all()), "
+                    "'same_as_depth': bool(np.array_equal(confidence, depth))}))\n")
+
+
+def _check_confidence(stdout: str, what: str) -> None:
+    """The block's confidence map: the file's size, finite, >= 1 (exp + 1 head), not the depth."""
+    import json
+
+    (line,) = [ln for ln in stdout.splitlines() if ln.startswith("CONFIDENCE ")]
+    c = json.loads(line[len("CONFIDENCE "):])
+    assert tuple(c["shape"]) == SIZE and c["finite"] and c["min"] >= 1 and not c["same_as_depth"], (what, c)
 
 
 DA3_BASE_RECIPE = "recipes/depth-anything-3-base.py"
@@ -464,12 +482,15 @@ def test_da3_card_onnx_blocks_run_as_written(da3_release, tmp_path, kind):
     text = (da3_release / "README.md").read_text()
     (block,) = [b for lang, b in code_blocks(text) if lang == "python" and _kind(b) == kind]
     assert "H, W = 28, 42" in block and "# [H, W], relative depth, larger = farther" in block
+    assert "confidence = " in block and "larger = more confident" in block
     assert "outputs `predicted_depth` `[1, H, W]`, `confidence` `[1, H, W]` (in that order)" in text
     assert "transformers.js" not in text and "```js" not in text
     folder = tmp_path / "depth-anything-3-small-edgedepth"
     shutil.copytree(da3_release, folder)
     _photo(folder / "photo.jpg")
-    _check_python(_ok(run_python_block(block, folder), f"DA3 {kind} block"), SIZE, f"DA3 {kind} block")
+    r = run_python_block(block + CONFIDENCE_CHECK, folder)
+    _check_python(_ok(r, f"DA3 {kind} block"), SIZE, f"DA3 {kind} block")
+    _check_confidence(r.stdout, f"DA3 {kind} block")
 
 
 @pytest.mark.parametrize("recipe,model,fragments", [

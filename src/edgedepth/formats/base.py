@@ -73,6 +73,14 @@ def check_sizes(field: str, sizes) -> None:
         parse_size(s)
 
 
+def short_output_text(semantics: str) -> str:
+    """An output's manifest semantics as a code comment: parentheses dropped, up to the first ";"
+    ("confidence of the depth, >= 1, larger = more confident")."""
+    import re
+
+    return re.sub(r" \([^)]*\)", "", semantics).split(";")[0].strip()
+
+
 def normalise_lines(n: dict, target: str) -> list[str]:
     """Python lines: ``img`` (PIL RGB) -> float32 ``x`` [1, 3, H, W] as the files expect (bicubic, /255, mean/std)."""
     return [f"x = np.asarray(img.resize({target}, Image.Resampling.BICUBIC), np.float32) / 255",

@@ -3,7 +3,7 @@ transformers.js, runnable as written (CI runs every code block the card shows, t
 
 from __future__ import annotations
 
-from ..base import normalise_lines
+from ..base import normalise_lines, short_output_text as short
 from .hub_files import TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE
 
 
@@ -44,7 +44,11 @@ def onnx_blocks(onnx_files: list[dict], metric: bool,
           "so = ort.SessionOptions()",
           "so.intra_op_num_threads = 4  # the number of big cores",
           f"session = ort.InferenceSession(\"{o['path']}\", so, providers=[\"CPUExecutionProvider\"])",
-          f"depth = session.run(None, {{\"{o['input']['name']}\": x}})[0][0]  # [H, W], {what}",
+          *([f"depth = session.run(None, {{\"{o['input']['name']}\": x}})[0][0]  # [H, W], {what}"] if len(outs) == 1
+            else [f"outputs = session.run(None, {{\"{o['input']['name']}\": x}})",
+                  f"depth = outputs[0][0]  # [H, W], {what}",
+                  *(f"{x['role']} = outputs[{i}][0]  # [H, W], {short(x['semantics'])}" for i, x in enumerate(outs)
+                    if i)]),
           "```", "",
           "OpenVINO" + (" (CPU), at the verified size (a static shape: OpenVINO's fast path):" if dyn else " (CPU):"), "",
           "```python",
@@ -60,7 +64,11 @@ def onnx_blocks(onnx_files: list[dict], metric: bool,
           "compiled = core.compile_model(model, \"CPU\", {\"INFERENCE_PRECISION_HINT\": \"f32\"})",
           "img = Image.open(\"photo.jpg\").convert(\"RGB\")",
           *normalise_lines(n, "(W, H)"),
-          f"depth = compiled(x)[0][0]  # [H, W], {what}",
+          *([f"depth = compiled(x)[0][0]  # [H, W], {what}"] if len(outs) == 1
+            else ["result = compiled(x)",
+                  f"depth = result[0][0]  # [H, W], {what}",
+                  *(f"{x['role']} = result[{i}][0]  # [H, W], {short(x['semantics'])}" for i, x in enumerate(outs)
+                    if i)]),
           "```", ""]
     return L
 

@@ -3,7 +3,7 @@ every code block the card shows, tests/test_model_card.py)."""
 
 from __future__ import annotations
 
-from ..base import normalise_lines
+from ..base import normalise_lines, short_output_text
 
 
 def _gpu_kwargs(opts: dict) -> str:
@@ -47,4 +47,7 @@ def how_to(example: dict, metric: bool, semantics: str | None = None) -> list[st
             "model.run_by_index(0, inp, out)",
             f"depth = out[0].read({h * w}, np.float32).reshape({h}, {w})  # "
             + ("metres" if metric else semantics),
+            *(f"{o['role']} = out[{i}].read({h * w}, np.float32).reshape({h}, {w})  # "
+              + short_output_text(o["semantics"])           # a family's further outputs (DA3's confidence)
+              for i, o in enumerate(example.get("outputs") or []) if i),
             "```"]
