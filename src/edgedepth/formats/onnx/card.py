@@ -44,11 +44,7 @@ def onnx_blocks(onnx_files: list[dict], metric: bool,
           "so = ort.SessionOptions()",
           "so.intra_op_num_threads = 4  # the number of big cores",
           f"session = ort.InferenceSession(\"{o['path']}\", so, providers=[\"CPUExecutionProvider\"])",
-          *([f"depth = session.run(None, {{\"{o['input']['name']}\": x}})[0][0]  # [H, W], {what}"] if len(outs) == 1
-            else [f"outputs = session.run(None, {{\"{o['input']['name']}\": x}})",
-                  f"depth = outputs[0][0]  # [H, W], {what}",
-                  *(f"{x['role']} = outputs[{i}][0]  # [H, W], {short(x['semantics'])}" for i, x in enumerate(outs)
-                    if i)]),
+          *_read(f"session.run(None, {{\"{o['input']['name']}\": x}})", "outputs", outs, what),
           "```", "",
           "OpenVINO" + (" (CPU), at the verified size (a static shape: OpenVINO's fast path):" if dyn else " (CPU):"), "",
           "```python",
@@ -64,13 +60,18 @@ def onnx_blocks(onnx_files: list[dict], metric: bool,
           "compiled = core.compile_model(model, \"CPU\", {\"INFERENCE_PRECISION_HINT\": \"f32\"})",
           "img = Image.open(\"photo.jpg\").convert(\"RGB\")",
           *normalise_lines(n, "(W, H)"),
-          *([f"depth = compiled(x)[0][0]  # [H, W], {what}"] if len(outs) == 1
-            else ["result = compiled(x)",
-                  f"depth = result[0][0]  # [H, W], {what}",
-                  *(f"{x['role']} = result[{i}][0]  # [H, W], {short(x['semantics'])}" for i, x in enumerate(outs)
-                    if i)]),
+          *_read("compiled(x)", "result", outs, what),
           "```", ""]
     return L
+
+
+def _read(call: str, var: str, outs: list[dict], what: str) -> list[str]:
+    """The snippet's last lines: the depth of ``call`` (``depth = call[0][0]``, one output, as ever), or, with more
+    outputs (Depth Anything 3's confidence), ``var = call`` then each output by its role."""
+    if len(outs) == 1:
+        return [f"depth = {call}[0][0]  # [H, W], {what}"]
+    return [f"{var} = {call}", f"depth = {var}[0][0]  # [H, W], {what}",
+            *(f"{x['role']} = {var}[{i}][0]  # [H, W], {short(x['semantics'])}" for i, x in enumerate(outs) if i)]
 
 
 def js_block(name: str, onnx_files: list[dict]) -> list[str]:
