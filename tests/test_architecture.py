@@ -201,3 +201,12 @@ def test_no_long_function_in_src():
                         if n > MAX_FUNCTION_LINES:
                             long.append(f"{os.path.relpath(path, SRC)}:{node.lineno} {node.name} ({n} lines)")
     assert not long, "functions over the limit: " + "; ".join(long)
+
+
+def test_generated_docs_match_the_measurements():
+    """BENCHMARKS.md and the README's measured block are what benchmarks/report/make_benchmarks_md.py makes from the
+    JSON in benchmarks/results/ (``--check`` writes nothing): a result committed without regenerating, or prose edited
+    by hand, fails here."""
+    r = subprocess.run([sys.executable, os.path.join("benchmarks", "report", "make_benchmarks_md.py"), "--check"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
