@@ -16,7 +16,8 @@ mostly the CPU compile):
 Method: ``synthetic`` checkpoint (SHA-256 of the DepthModule's state dict recorded: d9b546bc... = the checkpoint's
 6ed8f296... under the ``model.`` prefix), DepthModule, input = one photo of the default image set
 preprocessed to each size.  Variants: eager FP32 (TF32 off), eager TF32, eager FP16 autocast, and
-``torch.compile(mode="reduce-overhead", dynamic=False)`` (CUDA graphs) under FP16 autocast (one compile per size).
+``torch.compile(mode="reduce-overhead", dynamic=False)`` (CUDA graphs) under FP16 autocast (one compile per size), the
+same with SDPA held to the flash kernel (``-flash``).
 Per size: every variant runs W warm-ups then N timed calls per round, R rounds, order rotated per round.  A timed call =
 forward on a device-resident input, bracketed by CUDA events and synchronised (compile, H2D/D2H excluded; the host copy
 of input + output is timed once separately as ``host_io_ms``).  Each variant's output is compared (rel-L2) with a
@@ -26,6 +27,7 @@ float64 CPU run of the same model on the same input.  A variant that fails is re
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -41,7 +43,10 @@ from edgedepth.images import default_image_set, image_set_hash  # noqa: E402
 from edgedepth.preprocess import parse_size, preprocess  # noqa: E402
 from edgedepth.verify.bench import environment, summarise  # noqa: E402
 
-VARIANTS = ("eager-fp32", "eager-tf32", "eager-fp16-autocast", "compile-cudagraphs-fp16")
+VARIANTS = ("eager-fp32", "eager-tf32", "eager-fp16-autocast", "compile-cudagraphs-fp16",
+            "compile-cudagraphs-fp16-flash")
+# "-flash": SDPA held to the flash kernel (torch.nn.attention.sdpa_kernel).  The 2026-12-05 H100 profile of the plain
+# compiled row (results/gpu_limit_probe.json) spent 61 % of the call in FP32 attention: PyTorch's math SDPA, upcast.
 # Diagnosis arms (issue 30: the published CUDA-graph row was ~3x a separate script's wall clock), at --diag-size only:
 # the same compiled graph under no_grad instead of inference_mode, and inductor without CUDA graphs.
 DIAG_VARIANTS = ("compile-cudagraphs-fp16-nograd", "compile-nocudagraphs-fp16")
@@ -60,11 +65,17 @@ def make_variant(name: str, module, device: str):
           if name.startswith("compile") else module)
     graphs = graphs and device == "cuda"
     grad_off = torch.no_grad if name.endswith("-nograd") else torch.inference_mode
+    if name.endswith("-flash"):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        attention = lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)  # noqa: E731
+    else:
+        attention = contextlib.nullcontext
 
     def call(x):
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        with grad_off(), torch.autocast(device, dtype=torch.float16, enabled=fp16):
+        with grad_off(), torch.autocast(device, dtype=torch.float16, enabled=fp16), attention():
             return fn(x)
     return name == "eager-tf32", call
 

@@ -276,7 +276,10 @@ def section_fp16(L):
 
 _GPU_REF = {"eager-fp32": ("eager", "FP32, TF32 off"), "eager-tf32": ("eager", "TF32"),
             "eager-fp16-autocast": ("eager", "FP16 autocast"),
-            "compile-cudagraphs-fp16": ('`torch.compile(mode="reduce-overhead")` (CUDA graphs)', "FP16 autocast")}
+            "compile-cudagraphs-fp16": ('`torch.compile(mode="reduce-overhead")` (CUDA graphs)', "FP16 autocast"),
+            "compile-cudagraphs-fp16-flash": ('`torch.compile(mode="reduce-overhead")` (CUDA graphs), SDPA held to '
+                                              "flash", "FP16 autocast")}
+_GPU_REF_SCALING = ("eager-fp32", "eager-tf32", "eager-fp16-autocast", "compile-cudagraphs-fp16")   # size paragraph
 
 
 def _px(size: str) -> int:
@@ -321,7 +324,7 @@ def section_gpu_reference(L):
             L.append(f"| {size} | LiteRT GPU (Vulkan), `{n.rsplit(' [', 1)[0]}` | {prec} | {v['median_ms']:.2f} | "
                      f"{v['p25_ms']:.2f}–{v['p75_ms']:.2f} | {rel} | {v['median_ms'] / best:.2f} |")
     L.append("")
-    sz = [k for k, s in g["sizes"].items() if all("median_ms" in s["variants"].get(n, {}) for n in _GPU_REF)]
+    sz = [k for k, s in g["sizes"].items() if all("median_ms" in s["variants"].get(n, {}) for n in _GPU_REF_SCALING)]
     if len(sz) > 1:
         lo, hi = min(sz, key=_px), max(sz, key=_px)
         ms = lambda k, n: g["sizes"][k]["variants"][n]["median_ms"]   # noqa: E731
