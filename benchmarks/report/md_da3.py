@@ -136,11 +136,49 @@ def section_da3_vs_v2(L: list[str]) -> None:
           line("PyTorch FP32 vs float64", noise),
           line("CPU median ms (IQR)", lat),
           line("**DA3 ÷ V2 CPU (same run)**", lambda k, p, x: f"**{ratio[p]['median']:.2f}**"
-               if k == "da3_small" else "1.00 (base)"), ""]
+               if k == "da3_small" else "1.00 (base)"),
+          *_gpu_lines(line, r), ""]
     L += [f"Goal (issue 31): DA3 Small ≤ {r['goal_ratio']}× V2 Small on the CPU at the same size — "
           + ", ".join(f"{p.upper()} {'met' if ok else '**not met**'} ({ratio[p]['median']:.2f}; per round "
                       + ", ".join(f"{v:.2f}" for v in ratio[p]["per_round"]) + ")" for p, ok in r["goal_met"].items())
-          + ".", ""]
+          + "."
+          + (" The GPU rows come from `benchmarks/da3_gpu.py` on the lent GPU (its section below: method, timing "
+             "twins, both timers)." if _gpu_lines(lambda *a: "", r) else ""), ""]
+
+
+def _gpu_lines(line, r: dict) -> list[str]:
+    """The same columns on the lent GPU (results/da3_gpu.json at the same size: timing twins of these files, one
+    interleaved LiteRT run; PyTorch CUDA of the same checkpoints, FP32 columns), so CPU and GPU read as one table."""
+    g = load("da3_gpu.json")
+    if not g or list(g["size"]) != list(r["size"]):
+        return []
+    gpu = _gpu_name(g)
+    lit, trows, ratios = (g.get("litert") or {}).get("rows") or {}, (g.get("torch") or {}).get("rows") or {}, \
+        g.get("ratios") or {}
+
+    def lite(b):
+        def cell(k, p, x):
+            v = (lit.get(f"{k}.{p}") or {}).get(b) or {}
+            return f"{v['median_ms']:.2f}" if "median_ms" in v else "–"
+        return cell
+
+    def torch_ms(variant):
+        def cell(k, p, x):
+            v = ((trows.get(k) or {}).get("variants") or {}).get(variant) or {}
+            return f"{v['median_ms']:.2f} / {v['wall_median_ms']:.2f}" if p == "fp32" and "median_ms" in v else "–"
+        return cell
+
+    def rat(key):
+        return lambda k, p, x: (f"**{ratios[key(p)]['median']:.2f}**" if key(p) in ratios else "–") \
+            if k == "da3_small" else "1.00 (base)"
+    return [line(f"{gpu}: GPU delegation, ops GPU / CPU (twin)",
+                 lambda k, p, x: _gpu_cell((lit.get(f"{k}.{p}") or {}).get("gpu_only_fp32") or {})),
+            line(f"{gpu}: LiteRT GPU ms, FP32 enforced", lite("gpu")),
+            line(f"{gpu}: LiteRT GPU ms, default precision", lite("gpu-fp16")),
+            line(f"**DA3 ÷ V2 {gpu} LiteRT GPU, FP32 enforced (same run)**", rat(lambda p: f"litert {p} file gpu")),
+            line(f"{gpu}: PyTorch CUDA eager FP32 ms, events / wall", torch_ms("eager-fp32")),
+            line(f"{gpu}: PyTorch CUDA compiled FP16 (CUDA graphs) ms, events / wall",
+                 torch_ms("compile-cudagraphs-fp16"))]
 
 
 def vs_v2_summary_lines() -> list[str]:
