@@ -597,6 +597,7 @@ def check_twins(a) -> None:
     benchmarks/results/da3_gpu.json) as ``twin_cpu_outputs``.  A twin's refilled weights can overflow an exp head
     (DA3's depth): a GPU-vs-CPU rel-L2 of inf - inf is NaN, which says nothing about the GPU."""
     from edgedepth import formats
+    from edgedepth.verify.bench import environment
 
     twins = a.twins or (TINY_TWINS if a.tiny else TWINS)
     with open(os.path.join(twins, "index.json")) as f:
@@ -618,15 +619,9 @@ def check_twins(a) -> None:
         _log(f"{name}: " + ", ".join(f"{k} {v['finite_fraction']:.1%} finite" for k, v in res[name].items()
                                      if isinstance(v, dict)))
     rep["twin_cpu_outputs"] = {"what": "each twin on LiteRT CPU here (check-twins), the run's one input: the share of "
-                                       "finite values per output", "environment": _env_short(), "files": res}
+                                       "finite values per output", "environment": environment(threads=None),
+                             "files": res}
     _write(rep, out)
-
-
-def _env_short() -> dict:
-    import platform
-
-    return {"machine": platform.machine(), "cpu": platform.processor() or None,
-            "numpy": np.__version__, "date": time.strftime("%Y-%m-%d")}
 
 
 def main() -> None:

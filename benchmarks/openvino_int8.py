@@ -148,9 +148,9 @@ def _runners(onnx_path: str, xml: str | None, threads: int, extra: dict | None =
     return f | (extra or {})
 
 
-def parity(factories: dict, xs, refs, vs: dict[str, list] | None = None, skip=(), refs_real: bool = True) -> dict:
+def parity(factories: dict, xs, refs, vs: dict[str, list] | None = None, skip=()) -> dict:
     """Pooled rel-L2 (and the other ParityAccumulator metrics) of each factory's runner vs ``refs`` (+ each ``vs``);
-    ``refs_real=False``: ``refs`` are placeholders (no float64 run): the log shows the ``vs`` values only."""
+    ``refs=None`` (no float64 run): the ``vs`` comparisons only."""
     from edgedepth.verify.parity import ParityAccumulator
 
     out, outputs = {}, {}
@@ -167,10 +167,12 @@ def parity(factories: dict, xs, refs, vs: dict[str, list] | None = None, skip=()
             _log(f"{key}: {out[key]['error']}")
             continue
         outputs[key] = ys
-        acc = ParityAccumulator()
-        for y, ref in zip(ys, refs):
-            acc.add(y, ref)
-        out[key] = {"vs_float64": acc.summary()} | ({"inference_precision": prec} if prec else {})
+        out[key] = {"inference_precision": prec} if prec else {}
+        if refs is not None:
+            acc = ParityAccumulator()
+            for y, ref in zip(ys, refs):
+                acc.add(y, ref)
+            out[key] = {"vs_float64": acc.summary()} | out[key]
         for name, other in (vs or {}).items():
             other = outputs.get(other) if isinstance(other, str) else other
             if other is not None and name != key:
@@ -178,11 +180,11 @@ def parity(factories: dict, xs, refs, vs: dict[str, list] | None = None, skip=()
                 for y, o in zip(ys, other):
                     a2.add(y, o)
                 out[key][f"vs_{name}"] = a2.summary()["pooled_rel_l2"]
-        if refs_real:
+        if refs is not None:
             _log(f"{key}: rel-L2 vs float64 {out[key]['vs_float64']['pooled_rel_l2']:.3e}")
         else:
-            _log(f"{key}: " + (", ".join(f"rel-L2 {k} {v:.3e}" for k, v in out[key].items() if k.startswith("vs_")
-                                         and k != "vs_float64") or "the reference row"))
+            _log(f"{key}: " + (", ".join(f"rel-L2 {k} {v:.3e}" for k, v in out[key].items() if k.startswith("vs_"))
+                               or "the reference row"))
     return out
 
 
@@ -334,11 +336,7 @@ def run(d: str, onnx_path: str, dev: str, images_root: str | None, threads_list:
         t0 = time.time()
         _, refs = _float64_refs(xs, tp)
         _log(f"float64 reference: {time.time() - t0:.0f} s")
-    par = parity(_runners(onnx_path, xml, tp), xs, refs if refs is not None else [np.ones((1, H, W))] * len(xs),
-                 vs={"openvino_fp32": "openvino_fp32"}, refs_real=refs is not None)
-    if refs is None:
-        for r in par.values():
-            r.pop("vs_float64", None)
+    par = parity(_runners(onnx_path, xml, tp), xs, refs, vs={"openvino_fp32": "openvino_fp32"})
     results = {}
     for t in threads_list:
         facts = _runners(onnx_path, xml, t, extra(t))

@@ -73,12 +73,19 @@ def check_sizes(field: str, sizes) -> None:
         parse_size(s)
 
 
-def short_output_text(semantics: str) -> str:
-    """An output's manifest semantics as a code comment: parentheses dropped, up to the first ";"
-    ("confidence of the depth, >= 1, larger = more confident")."""
+def short_semantics(semantics: str) -> str:
+    """An output's manifest semantics for a code comment, parenthesised details and what follows the first ";"
+    dropped: "relative depth, larger = farther" of "relative depth, larger = farther (exp head, > 0); ...",
+    "confidence of the depth, >= 1, larger = more confident" of "... >= 1 (exp + 1 head), larger = ...; ..."."""
     import re
 
     return re.sub(r" \([^)]*\)", "", semantics).split(";")[0].strip()
+
+
+def recommends(entry: dict, runtime: str) -> bool:
+    """Whether a manifest entry's ``recommended_runtime_options`` name ``runtime`` ("transformers.js": the ONNX files
+    transformers.js loads, with their config.json beside them)."""
+    return runtime in (entry.get("recommended_runtime_options") or {})
 
 
 def normalise_lines(n: dict, target: str) -> list[str]:

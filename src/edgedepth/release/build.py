@@ -25,6 +25,7 @@ from ..preprocess import preprocess
 from ..runtimes import REFERENCE_BACKEND
 from ..verify import records
 from ..verify.bench import environment
+from ..verify.parity import rel_l2
 from ..verify.validate import validate
 from . import manifest as mf, outdir
 from .modelcard import release_family, render_model_card
@@ -61,16 +62,13 @@ def fp32_noise_by_output(module, x) -> dict[str, float]:
     tuple's maps: Depth Anything 3's depth and confidence)."""
     import copy
 
-    import numpy as np
     import torch
 
     with torch.inference_mode():
         y32 = module(torch.from_numpy(x))
         y64 = copy.deepcopy(module).double()(torch.from_numpy(x).double())
     pairs = zip(y32, y64) if isinstance(y32, tuple) else [(y32, y64)]
-    roles = getattr(module, "outputs", ("depth",))
-    return {role: float(np.linalg.norm((a.double() - b).numpy()) / np.linalg.norm(b.numpy()))
-            for role, (a, b) in zip(roles, pairs)}
+    return {role: rel_l2(a.numpy(), b.numpy()) for role, (a, b) in zip(getattr(module, "outputs", ("depth",)), pairs)}
 
 
 def parity_gate(precision: str, rel_l2: float, noise: float) -> tuple[float, bool]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..formats import FORMATS, entry_format
-from ..formats.base import CardContext
+from ..formats.base import CardContext, recommends, short_semantics
 from ..models import DEFAULT_FAMILY, MEMBERS, Member, ModelFamily, family_of_member, member_of_hub_id
 
 
@@ -68,7 +68,7 @@ class _Card:
     @property
     def js(self) -> bool:
         """ONNX files transformers.js loads (dynamic size, a transformers config beside them): its tag and snippet."""
-        return any("transformers.js" in (f.get("recommended_runtime_options") or {}) for f in self.onnx_files)
+        return any(recommends(f, "transformers.js") for f in self.onnx_files)
 
     @property
     def nc(self) -> bool:
@@ -96,12 +96,6 @@ def release_family(info: dict) -> tuple[ModelFamily, Member | None]:
     member = (member_of_hub_id(info["hub_id"]) if info.get("hub_id") else None) \
         or MEMBERS.get(info.get("family_member", "small"))
     return (family_of_member(member) if member else DEFAULT_FAMILY), member
-
-
-def short_semantics(semantics: str) -> str:
-    """The output's meaning without its parenthesised or appended details, for a code comment: "relative depth,
-    larger = farther" of "relative depth, larger = farther (exp head, > 0); a second output, ..."."""
-    return semantics.split(" (")[0].split(";")[0].strip()
 
 
 def _front_matter(c: _Card) -> list[str]:

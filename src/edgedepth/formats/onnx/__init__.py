@@ -35,7 +35,7 @@ from ...fsutil import atomic_path, write_bytes_atomic
 from ...models import DEFAULT_STEM, family_of
 from ...preprocess import DEFAULT_SIZE, parse_size
 from ...progress import quiet_output as _quiet
-from ..base import CardContext, CliOption, Exported, Format, ReleaseStep, recipe_field
+from ..base import CardContext, CliOption, Exported, Format, ReleaseStep, recipe_field, recommends
 from .hub_files import (CONFIG, ONNX_LAYOUT as HUB_LAYOUT, PREPROCESSOR_CONFIG, TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE,
                         config_json, preprocessor_config_json)
 
@@ -498,7 +498,7 @@ class Onnx(Format):
             os.replace(f.path, os.path.join(rs.staging, rel))
             entries.append(rs.entry(os.path.join(rs.staging, rel), f, text, rel=rel))
         shutil.rmtree(work, ignore_errors=True)
-        if dynamic and family_of(rs.ckpt.model).model_types:    # a transformers config: transformers.js loads it
+        if dynamic:     # the transformers.js layout (only V2's rewrites keep the size symbolic: a transformers model)
             rs.write_text(CONFIG, config_json(rs.ckpt.model))
             rs.write_text(PREPROCESSOR_CONFIG, preprocessor_config_json())
         return entries, {}
@@ -525,13 +525,13 @@ class Onnx(Format):
     card_order = 1
 
     def card_delegation(self, entry: dict) -> str:
-        js = "transformers.js" in (entry.get("recommended_runtime_options") or {})
+        js = recommends(entry, "transformers.js")
         return f"runtime's choice (ONNX Runtime / OpenVINO{' / transformers.js' if js else ''})"
 
     def card_how_to(self, files: list[dict], ctx: CardContext) -> list[str]:
         from .card import js_block, onnx_blocks
 
-        js = any("transformers.js" in (f.get("recommended_runtime_options") or {}) for f in files)
+        js = any(recommends(f, "transformers.js") for f in files)
         return onnx_blocks(files, ctx.metric, ctx.semantics) + (js_block(ctx.name, files) if js else [])
 
     def card_sizes_note(self, files: list[dict]) -> str:

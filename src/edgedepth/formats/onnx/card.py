@@ -3,7 +3,7 @@ transformers.js, runnable as written (CI runs every code block the card shows, t
 
 from __future__ import annotations
 
-from ..base import normalise_lines, short_output_text as short
+from ..base import normalise_lines, recommends, short_semantics
 from .hub_files import TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE
 
 
@@ -18,7 +18,8 @@ def onnx_blocks(onnx_files: list[dict], metric: bool,
     names = ", ".join(f"`{f['path']}` {f['precision'].upper()}" for f in onnx_files)
     what = "metres" if metric else semantics.removesuffix(", larger = closer")
     outs = o.get("outputs") or [o["output"]]
-    layout = "the onnx-community / transformers.js layout" if "transformers.js" in opts else "onnx-community's names"
+    layout = ("the onnx-community / transformers.js layout" if recommends(o, "transformers.js")
+              else "onnx-community's names")
     L = [f"ONNX (`onnx/`, {layout}: {names}): input `{o['input']['name']}` float32 `[1, 3, H, W]`, "
          + ("outputs " + ", ".join(f"`{x['name']}` `[1, H, W]`" for x in outs) + " (in that order)" if len(outs) > 1
             else f"output `{o['output']['name']}` `[1, H, W]`") + ", same normalisation; "
@@ -71,7 +72,8 @@ def _read(call: str, var: str, outs: list[dict], what: str) -> list[str]:
     if len(outs) == 1:
         return [f"depth = {call}[0][0]  # [H, W], {what}"]
     return [f"{var} = {call}", f"depth = {var}[0][0]  # [H, W], {what}",
-            *(f"{x['role']} = {var}[{i}][0]  # [H, W], {short(x['semantics'])}" for i, x in enumerate(outs) if i)]
+            *(f"{x['role']} = {var}[{i}][0]  # [H, W], {short_semantics(x['semantics'])}"
+              for i, x in enumerate(outs) if i)]
 
 
 def js_block(name: str, onnx_files: list[dict]) -> list[str]:

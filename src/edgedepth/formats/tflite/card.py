@@ -3,7 +3,7 @@ every code block the card shows, tests/test_model_card.py)."""
 
 from __future__ import annotations
 
-from ..base import normalise_lines, short_output_text
+from ..base import normalise_lines, short_semantics
 
 
 def _gpu_kwargs(opts: dict) -> str:
@@ -18,7 +18,7 @@ def how_to(example: dict, metric: bool, semantics: str | None = None) -> list[st
     ``semantics``: the depth's meaning for the snippet's comment (CardContext.semantics); None: the example's own
     output semantics, shortened as the card does."""
     if semantics is None:
-        semantics = example["output"]["semantics"].split(" (")[0].split(";")[0].strip()
+        semantics = short_semantics(example["output"]["semantics"])
     h, w = example["input"]["shape"][2:]
     opts = example.get("recommended_runtime_options") or {}
     threads = (opts.get("cpu") or {}).get("num_threads", "number of big cores")
@@ -48,6 +48,6 @@ def how_to(example: dict, metric: bool, semantics: str | None = None) -> list[st
             f"depth = out[0].read({h * w}, np.float32).reshape({h}, {w})  # "
             + ("metres" if metric else semantics),
             *(f"{o['role']} = out[{i}].read({h * w}, np.float32).reshape({h}, {w})  # "
-              + short_output_text(o["semantics"])           # a family's further outputs (DA3's confidence)
+              + short_semantics(o["semantics"])             # a family's further outputs (DA3's confidence)
               for i, o in enumerate(example.get("outputs") or []) if i),
             "```"]
