@@ -53,14 +53,17 @@ def files(da3_tiny_exports):
 
 
 def test_families_declare_their_outputs(da3, x):
-    """V2 exports the depth alone (DepthModule returns the tensor, as ever); DA3 depth then confidence, the tuple
-    prepare's module returns; DepthModule refuses an output list without the depth first."""
+    """V2 exports the depth alone (DepthModule returns the tensor, as ever); DA3 depth then confidence (its DPT members
+    depth then sky), the tuple prepare's module returns; DepthModule refuses an output list without the depth first."""
     from edgedepth.rewrites import prepare
 
     assert DEPTH_ANYTHING_V2.outputs == ("depth",) and DEPTH_ANYTHING_3.outputs == ("depth", "confidence")
-    assert family_of(da3.model) is DEPTH_ANYTHING_3 and set(DEPTH_ANYTHING_3.output_texts) == {"confidence"}
+    assert family_of(da3.model) is DEPTH_ANYTHING_3 and set(DEPTH_ANYTHING_3.output_texts) == {"confidence", "sky"}
     module, _ = prepare(da3.model, *SIZE)
-    assert module.outputs == ("depth", "confidence")
+    assert module.outputs == ("depth", "confidence") == da3.outputs
+    mono = load_checkpoint("synthetic-da3-tiny-mono", quiet=True)
+    assert prepare(mono.model, *SIZE)[0].outputs == ("depth", "sky") == mono.outputs
+    assert DEPTH_ANYTHING_3.member_outputs(mono.member) == ("depth", "sky")
     with torch.no_grad():
         depth, conf = module(torch.from_numpy(x))
     assert depth.shape == conf.shape == (1, *SIZE) and bool((conf >= 1).all())
@@ -150,13 +153,13 @@ def test_manifest_contract_lists_both_outputs():
     from edgedepth.release import manifest as mf
     from edgedepth.release.build import _io
 
-    v2 = _io(DEPTH_ANYTHING_V2, "relative inverse depth, larger = closer")(28, 42, fmt=formats.NAMES["onnx"])
+    v2 = _io(DEPTH_ANYTHING_V2, ("depth",), "relative inverse depth, larger = closer")(28, 42, fmt=formats.NAMES["onnx"])
     assert v2 == mf.io_contract(28, 42) and "outputs" not in v2 and mf.output_roles(v2) == ("depth",)
     semantics = "relative depth, larger = farther"
     for fmt, given, names in (("tflite", (), ["output_0", "output_1"]),      # given: what release_entry passes
                               ("onnx", ("pixel_values", "predicted_depth"), ["predicted_depth", "confidence"]),
                               ("pte", ("pixel_values", "depth"), ["depth", "confidence"])):
-        io = _io(DEPTH_ANYTHING_3, semantics)(28, 42, *given, fmt=formats.NAMES[fmt])
+        io = _io(DEPTH_ANYTHING_3, ("depth", "confidence"), semantics)(28, 42, *given, fmt=formats.NAMES[fmt])
         assert [o["name"] for o in io["outputs"]] == names and mf.output_roles(io) == ("depth", "confidence")
         assert io["outputs"][0] == {"role": "depth", **io["output"]} and io["output"]["semantics"] == semantics
         assert io["outputs"][1]["shape"] == [1, 28, 42] and "more confident" in io["outputs"][1]["semantics"]
@@ -217,6 +220,25 @@ def test_v2_predict_writes_no_confidence(tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(w) for w in written)
 
 
+def test_predict_writes_the_sky_map_of_a_dpt_member(tmp_path):
+    """Mono-/Metric-Large (DPT head): depth and sky; predict writes <stem>_sky.png (and .npy), no confidence, the .npy
+    the checkpoint's sky at the photo's size."""
+    from edgedepth.predict import predict, resize_depth
+    from edgedepth.preprocess import load_and_preprocess
+    from edgedepth.runtimes.torch import TorchRunner
+
+    mono = load_checkpoint("synthetic-da3-tiny-mono", quiet=True)
+    runner = TorchRunner(DepthModule(mono.model, mono.outputs), SIZE)
+    assert runner.output_names == ("depth", "sky")
+    written = [os.path.basename(w) for w in predict([PHOTO], runner, str(tmp_path), raw=True)]
+    assert written == ["rgb_160x120_depth.png", "rgb_160x120_depth.npy", "rgb_160x120_depth16.png",
+                       "rgb_160x120_sky.png", "rgb_160x120_sky.npy"]
+    x, orig = load_and_preprocess(PHOTO, SIZE)
+    with torch.no_grad():
+        sky = mono.model(torch.from_numpy(x)).sky.numpy()
+    np.testing.assert_array_equal(np.load(tmp_path / "rgb_160x120_sky.npy"), resize_depth(sky[0], orig))
+
+
 def test_torch_runner_gives_both(da3, refs, x):
     """A DA3 checkpoint in PyTorch (predict --model synthetic-da3-tiny): run = the depth, run_all both maps."""
     from edgedepth.runtimes.torch import TorchRunner
@@ -233,7 +255,7 @@ def test_predict_help_says_what_the_confidence_map_is(capsys):
     with pytest.raises(SystemExit):
         main(["predict", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "<stem>_confidence.png: grey, min-max per photo, larger (brighter) = more confident" in text
+    assert "<stem>_confidence.png or <stem>_sky.png: grey, min-max per photo, larger = brighter" in text
 
 
 def test_card_and_semantics_no_longer_say_not_exported():

@@ -133,7 +133,8 @@ def test_routing_and_licences():
     assert family_of_config({"model_type": "depth_anything"}).name == "depth_anything_v2"
     assert family_of_config({"model_type": "bert", "model_name": "da3-small"}) is None
     assert family_of_member(member_of_hub_id("depth-anything/DA3-LARGE")) is FAMILY
-    for preset, licence in (("da3-small", "apache-2.0"), ("da3-base", "apache-2.0"), ("da3-large", CC_BY_NC)):
+    for preset, licence in (("da3-small", "apache-2.0"), ("da3-base", "apache-2.0"), ("da3-large", CC_BY_NC),
+                            ("da3mono-large", "apache-2.0"), ("da3metric-large", "apache-2.0")):
         ckpt = Checkpoint(model=types.SimpleNamespace(preset=preset), source="local", name="x", family=FAMILY)
         assert (ckpt.member.name, ckpt.member.license) == (preset, licence)
 
@@ -169,7 +170,7 @@ def _bad_folders(root, weights):
     case("model-name-number", {"model_name": 3}, ("model_name is a JSON number",))
     case("unknown-preset", {"model_name": "da3-tiny"}, ("'da3-tiny' is not a Depth Anything 3 preset",
                                                          "known: da3-base, da3-giant", "loads da3-small"))
-    case("mono-large", {"model_name": "da3mono-large"}, ("'da3mono-large' is not supported here yet", "plain DPT"))
+    case("giant", {"model_name": "da3-giant"}, ("'da3-giant' is not supported here yet", "Gaussian-splatting"))
     case("no-weights", SMALL, ("model.safetensors is missing",))
     case("corrupt", SMALL, ("model.safetensors is not a readable safetensors file",), garbage)
     case("other-keys", SMALL, ("not the state dict", "da3-small", "443 key(s) missing (model.backbone.",

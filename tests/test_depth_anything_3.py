@@ -27,7 +27,12 @@ GOLDEN_DIGEST = {
     "synthetic-da3-small": "2d8503ff942b30854661e5d7213b280f5104adc07e898d0ba4495a6064931ce7",
     "synthetic-da3-base": "676b6c72b8cf93861822b571cb4878d5b3012bfdbd02aced323d0ed0d6c380ad",
     "synthetic-da3-tiny-base": "4a40e691a3e5f6f5ae38bc027fa47fdb9746cb8d305fdec6b2cf714ddfddab46",
+    "synthetic-da3-mono-large": "98031fe6b535d63b125faf9faafc24b0979a7f25f890c6614e3d7ede445297a4",
+    "synthetic-da3-tiny-mono": "f48b6bfe5e40e7e9f61ff809f9b15f57beb890a7149dc5561cdc58fbaeab077b",
 }
+# The metric member's stand-ins: the package's da3metric-large preset is the same network as da3mono-large (only the
+# trained weights differ), so its stand-ins are the mono ones' bytes (test_metric_stand_ins_are_the_mono_ones)
+SAME_AS = {"synthetic-da3-metric-large": "synthetic-da3-mono-large", "synthetic-da3-tiny-metric": "synthetic-da3-tiny-mono"}
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +61,29 @@ def test_mono_model_is_the_packages_own_forward(tiny, x):
     assert torch.equal(ours.confidence, theirs["depth_conf"][:, 0])
 
 
+def test_dpt_members_mono_model_is_the_packages_forward(x):
+    """Mono-/Metric-Large (plain DPT head, no RoPE or camera token): DA3Mono's depth and sky are the package's
+    DepthAnything3Net's bit for bit, before its mono sky step; that step (left out of the files, as the card says)
+    changes only pixels with sky >= 0.3."""
+    from edgedepth.models.depth_anything_3.mono import package_net
+    from edgedepth.progress import quiet_output
+
+    ckpt = load_checkpoint("synthetic-da3-tiny-mono", quiet=True)
+    assert ckpt.outputs == ("depth", "sky") and ckpt.member.name == "da3mono-large"
+    with quiet_output():
+        net = package_net("da3mono-large")
+    net.backbone, net.head = ckpt.model.backbone, ckpt.model.head
+    with torch.no_grad():
+        ours = ckpt.model(x)
+        stepped = net(x[:, None])
+        net._process_mono_sky_estimation = lambda out: out       # this instance only: the head's raw output
+        raw = net(x[:, None])
+    assert ours.confidence is None and torch.equal(ours.sky, raw["sky"][:, 0])
+    assert torch.equal(ours.predicted_depth, raw["depth"][:, 0]) and bool((ours.sky >= 0).all())
+    changed = stepped["depth"][:, 0] != ours.predicted_depth
+    assert bool(changed.any()) and bool((ours.sky[changed] >= 0.3).all())
+
+
 def test_output_contract(tiny, x):
     """depth [1, H, W] > 0 (exp head), confidence [1, H, W] >= 1 (exp + 1); DepthModule exports the depth."""
     with torch.no_grad():
@@ -82,12 +110,31 @@ def test_stand_in_weights_are_golden_under_other_kernels(name):
 
 
 def test_members_and_licences():
-    """From the package README's model table (0.1.1): Small and Base Apache 2.0, Large CC BY-NC 4.0."""
+    """From the package README's model table (0.1.1): Small, Base, Mono-Large and Metric-Large Apache 2.0, Large
+    CC BY-NC 4.0."""
     assert {n: m.license for n, m in MEMBERS.items() if m.family == "depth_anything_3"} == {
-        "da3-small": "apache-2.0", "da3-base": "apache-2.0", "da3-large": "cc-by-nc-4.0"}
+        "da3-small": "apache-2.0", "da3-base": "apache-2.0", "da3-large": "cc-by-nc-4.0",
+        "da3mono-large": "apache-2.0", "da3metric-large": "apache-2.0"}
     assert member_of_hub_id("depth-anything/da3-small").name == "da3-small"
-    assert {n for n in SYNTHETIC if "da3" in n} == set(GOLDEN_DIGEST)
+    assert member_of_hub_id("depth-anything/DA3METRIC-LARGE").kind == "metric-focal"
+    assert {n for n in SYNTHETIC if "da3" in n} == set(GOLDEN_DIGEST) | set(SAME_AS)
     assert "farther" in MEMBERS["da3-small"].output_semantics
+    assert "metres = output x focal / 300" in MEMBERS["da3metric-large"].output_semantics
+
+
+def test_metric_stand_ins_are_the_mono_ones():
+    """The package's da3metric-large and da3mono-large presets build the same network (their YAMLs differ in nothing),
+    and the stand-ins' architectures differ only in the preset's name: so one digest serves both (SAME_AS)."""
+    import dataclasses
+
+    from depth_anything_3.cfg import load_config
+    from depth_anything_3.registry import MODEL_REGISTRY
+
+    assert load_config(MODEL_REGISTRY["da3metric-large"]) == load_config(MODEL_REGISTRY["da3mono-large"])
+    for metric, mono in SAME_AS.items():
+        (m_member, m_arch), (o_member, o_arch) = SYNTHETIC[metric], SYNTHETIC[mono]
+        assert (m_member, o_member) == ("da3metric-large", "da3mono-large")
+        assert dataclasses.replace(m_arch, preset=o_arch.preset) == o_arch and m_arch.head == "dpt"
 
 
 def test_only_its_own_rewrites_run_on_it(tiny):
@@ -440,34 +487,51 @@ def _check_confidence(stdout: str, what: str) -> None:
     assert tuple(c["shape"]) == SIZE and c["finite"] and c["min"] >= 1 and not c["same_as_depth"], (what, c)
 
 
-DA3_BASE_RECIPE = "recipes/depth-anything-3-base.py"
+DA3_MEMBER_RECIPES = {"da3-base": "recipes/depth-anything-3-base.py",
+                      "da3mono-large": "recipes/depth-anything-3-mono-large.py",
+                      "da3metric-large": "recipes/depth-anything-3-metric-large.py"}
 
 
-def test_da3_base_recipe_builds_base(tmp_path):
-    """Base's recipe (Small's with Base's checkpoint, one size, LiteRT only) builds Base's files from its tiny stand-in:
-    the member, licence and file names are Base's, both outputs gated, all on the GPU delegate; and it refuses Small."""
-    import json
-
+def test_da3_member_recipes_are_smalls_at_one_size():
+    """Base's, Mono-Large's and Metric-Large's recipes: Small's with the member's checkpoint, one size, LiteRT only,
+    named as the family names them (``ModelFamily.recipe_file``)."""
+    from edgedepth.models import family_of_member
     from edgedepth.release.recipe import load_recipe
 
-    r = load_recipe(DA3_BASE_RECIPE)
-    assert r.base_model == r.model == MEMBERS["da3-base"].hub_id and r.sizes == ("378x504",)
-    assert [f.name for f, _ in r.parts] == ["tflite"] and r.sha256 != load_recipe(DA3_RECIPE).sha256
+    small = load_recipe(DA3_RECIPE)
+    for name, path in DA3_MEMBER_RECIPES.items():
+        r = load_recipe(path)
+        assert r.base_model == r.model == MEMBERS[name].hub_id and r.sizes == ("378x504",), name
+        assert [f.name for f, _ in r.parts] == ["tflite"] and r.sha256 != small.sha256
+        assert family_of_member(MEMBERS[name]).recipe_file(MEMBERS[name]) == path
+
+
+def test_da3_metric_large_recipe_builds_depth_and_sky(tmp_path):
+    """Metric-Large's recipe builds its files from the tiny stand-in (a ViT with no RoPE and a plain DPT head): depth
+    and sky, each gated against PyTorch, all on the GPU delegate, the card saying how to get metres and reading the sky
+    in its LiteRT snippet; and it refuses Small's checkpoint."""
+    import json
+
     out = tmp_path / "rel"
-    p = run_cli("release", "--recipe", DA3_BASE_RECIPE, "--out", out, "--model", "synthetic-da3-tiny-base",
-                "--sizes", "28x42", "--parity-images", "1")
+    p = run_cli("release", "--recipe", DA3_MEMBER_RECIPES["da3metric-large"], "--out", out, "--model",
+                "synthetic-da3-tiny-metric", "--sizes", "28x42", "--parity-images", "1")
     assert p.returncode == 0, p.stderr[-2000:]
     m = json.loads((out / "manifest.json").read_text())
-    assert m["model"]["family_member"] == "da3-base" and m["model"]["license"] == "apache-2.0"
+    assert m["model"]["family_member"] == "da3metric-large" and m["model"]["license"] == "apache-2.0"
+    assert m["model"]["kind"] == "metric-focal" and m["model"]["larger_is_farther"]
     models = [f for f in m["files"] if "input" in f]
-    assert len(models) == 4 and all(f["path"].startswith("depth_anything_3_da3_base_28x42_") for f in models)
+    assert len(models) == 4 and all(f["path"].startswith("depth_anything_3_da3metric_large_28x42_") for f in models)
     assert all(f["gpu_fully_delegated"] for f in models)
+    assert all([o["role"] for o in f["outputs"]] == ["depth", "sky"] for f in models)
     rep = json.loads((out / "build-report.json").read_text())
-    assert all("parity_cpu_confidence" in rep["files"][f["path"]] for f in models)
-    assert "[Depth Anything 3](https://arxiv.org/abs/2511.10647) Base:" in (out / "README.md").read_text()
-    wrong = run_cli("release", "--recipe", DA3_BASE_RECIPE, "--out", tmp_path / "w", "--model", TINY,
-                    "--sizes", "28x42", "--parity-images", "0", "--no-gpu-check")
-    assert_one_line_error(wrong, "is for depth-anything/DA3-BASE", "--model synthetic-da3-tiny is da3-small")
+    assert all("parity_cpu_sky" in rep["files"][f["path"]] for f in models)
+    card = (out / "README.md").read_text()
+    assert "[Depth Anything 3](https://arxiv.org/abs/2511.10647) Metric Large: a monocular model" in card
+    assert "metres = output x focal / 300" in card and "do not read metres" not in card
+    assert "sky = out[1].read(" in card
+    wrong = run_cli("release", "--recipe", DA3_MEMBER_RECIPES["da3metric-large"], "--out", tmp_path / "w", "--model",
+                    TINY, "--sizes", "28x42", "--parity-images", "0", "--no-gpu-check")
+    assert_one_line_error(wrong, "is for depth-anything/DA3METRIC-LARGE", "--model synthetic-da3-tiny is da3-small")
     assert not (tmp_path / "w").exists()
 
 

@@ -394,12 +394,14 @@ def test_serve_mime_types_and_isolation_headers(plain_release, serve_folder):
 
 def test_files_js_in_node():
     """web/files.js (SHA-256, the manifest check, download with progress, the Cache Storage rules) as plain functions
-    in Node, without a browser: tests/js/files_test.mjs (node:test; fake network and cache)."""
+    in Node, without a browser: tests/js/files_test.mjs (node:test; fake network and cache); and web/manifest.js's
+    second-map choice (confidence or sky): tests/js/manifest_test.mjs."""
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is not installed: run `make setup` (it installs nodejs and npm)", pytrace=False)
-    r = subprocess.run([node, "--test", os.path.join(ROOT, "tests", "js", "files_test.mjs")], capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run([node, "--test", *(os.path.join(ROOT, "tests", "js", f) for f in ("files_test.mjs",
+                                                                                       "manifest_test.mjs"))],
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "# fail 0" in r.stdout, r.stdout[-4000:] + r.stderr[-2000:]
 
 
@@ -800,15 +802,17 @@ def test_depth_anything_3_shows_its_confidence_and_colours_near_bright(tmp_path,
                    model={"family_member": "da3-small", "kind": "relative", "max_depth_m": None,
                           "larger_is_farther": True})
     m = mf.load(folder)
-    m["files"][0].update(_io(family_of_synthetic("synthetic-da3-tiny"), "relative depth, larger = farther")(
-        *size, fmt=formats.NAMES["tflite"]))
+    io = _io(family_of_synthetic("synthetic-da3-tiny"), ckpt.outputs, "relative depth, larger = farther")
+    m["files"][0].update(io(*size, fmt=formats.NAMES["tflite"]))
     mf.write(folder, m)
     p = open_page(f"{serve_folder(folder)}?backend=wasm")
     st = p.run_photo()
     assert st["backend"] == "wasm" and not st["errors"], st
     assert p.page.is_visible("#confidence") and not p.page.is_visible("#tjs-figure")
+    assert p.page.evaluate("window.edgedepth.lastSecondRole") == "confidence"
+    assert p.page.inner_text("#conf-caption").startswith("confidence (the model's second output")
     x = p.array("lastInput").reshape(1, 3, *size)
-    y, conf = p.array("lastOutput").reshape(1, *size), p.array("lastConfidence").reshape(1, *size)
+    y, conf = p.array("lastOutput").reshape(1, *size), p.array("lastSecondOutput").reshape(1, *size)
     both = ("depth", "confidence")
     with torch.no_grad():
         r32 = DepthModule(ckpt.model, both)(torch.from_numpy(x))

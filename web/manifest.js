@@ -102,3 +102,12 @@ export function label(f, rt) {
   return [f.size || f.input?.shape?.slice(2).join('x'), (f.precision || '?').toUpperCase(), pixels, `${mb(f.bytes)} MB`,
     gpu].filter(Boolean).join(' · ');
 }
+
+/** The second map of a run, `{ role, map }` (map: Float32Array [H*W]), when the manifest entry lists a "confidence"
+ * or "sky" output after the depth (Depth Anything 3; manifest `outputs`, depth first, in the file's order), else null. */
+export function secondOutputOf(entry, y) {
+  const roles = Array.isArray(entry.outputs) ? entry.outputs.map((o) => o && o.role) : ['depth'];
+  const i = roles.findIndex((r) => r === 'confidence' || r === 'sky');
+  const map = i > 0 && y.more && y.more[i - 1] && y.more[i - 1].length === y.length ? y.more[i - 1] : null;
+  return map ? { role: roles[i], map } : null;
+}

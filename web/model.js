@@ -3,7 +3,7 @@
 // models are `current` (by runtime id); one inference (or benchmark) at a time (`exclusive`).
 
 import { Refused, mb, msg, openCache, pathSource, verifiedBytes } from './files.js';
-import { fileUrl, partnerOf, release, tjsPartnerOf } from './manifest.js';
+import { fileUrl, partnerOf, release, secondOutputOf, tjsPartnerOf } from './manifest.js';
 import { normaliseToNCHW, pixelsToNCHW, preprocessRGBA, resizeBicubicPIL } from './preprocess.js';
 import { RT, RUNTIMES } from './runtimes/index.js';
 import { dtypeOf, served, unverified } from './runtimes/tjs.js';
@@ -401,14 +401,6 @@ function modeModels() {
   return { page: models.filter((m) => m.rt !== 'tjs'), tjs: models.find((m) => m.rt === 'tjs') || null };
 }
 
-/** The confidence map of a run (Float32Array [H*W]) when the manifest entry lists a "confidence" output (Depth
- * Anything 3; manifest `outputs`, depth first, in the file's order), else null. */
-function confidenceOf(entry, y) {
-  const roles = Array.isArray(entry.outputs) ? entry.outputs.map((o) => o && o.role) : ['depth'];
-  const i = roles.indexOf('confidence');
-  return i > 0 && y.more && y.more[i - 1] && y.more[i - 1].length === y.length ? y.more[i - 1] : null;
-}
-
 /** Whether a webcam frame can be preprocessed while the GPU still computes the previous one: every model of the mode
  * runs on WebGPU (a wasm run keeps this thread busy, so preparing ahead would only show an older frame). */
 export function canOverlap() {
@@ -459,14 +451,15 @@ export async function runPrepared(prep) {
       if (y.length !== H * W) {
         throw new Error(`${NAMES[m.rt]} output has ${y.length} values, expected ${H * W} ([1,${H},${W}])`);
       }
-      out[m.rt] = { y, H, W, ms, backend: m.backend, artifact: m.entry.path, confidence: confidenceOf(m.entry, y) };
+      out[m.rt] = { y, H, W, ms, backend: m.backend, artifact: m.entry.path, second: secondOutputOf(m.entry, y) };
     }
   }
   if (tjsModel) out.tjs = await inferTjs(tjsModel, rgba, width, height, out, H, W);
   const p = out[primary()];
   Object.assign(E, {
     lastInput: primary() === 'tjs' ? out.tjs.pixelValues : lastInputs[current[primary()].entry.input.dtype],
-    lastOutput: p.y, lastOutputShape: [1, p.H, p.W], lastLatencyMs: p.ms, lastConfidence: p.confidence || null,
+    lastOutput: p.y, lastOutputShape: [1, p.H, p.W], lastLatencyMs: p.ms,
+    lastSecondOutput: p.second ? p.second.map : null, lastSecondRole: p.second ? p.second.role : null,
     lastPreprocessMs: page.length ? prep.ms : out.tjs.oursMs,
   });
   if (out.ort) {

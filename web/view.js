@@ -22,7 +22,7 @@ export const ui = {
   depthOrt: $('depth-ort'), smooth: $('smooth'), smoothAlpha: $('smooth-alpha'), smoothAlphaOut: $('smooth-alpha-out'),
   videoRow: $('st-video-row'), videoOut: $('st-video'), compareTjs: $('compare-tjs'),
   compareTjsLabel: $('compare-tjs-label'), tjsFigure: $('tjs-figure'), depthTjs: $('depth-tjs'),
-  confFigure: $('conf-figure'), confidence: $('confidence'),
+  confFigure: $('conf-figure'), confidence: $('confidence'), confCaption: $('conf-caption'),
   tjsRow: $('st-tjs-row'), tjsOut: $('st-tjs'),
 };
 // A runtime of web/runtimes/ that index.html does not list gets its option here (before "compare").
@@ -51,7 +51,8 @@ export const E = {
   downloads: 0,               // network downloads of model files in this page
   lastInput: null,            // [1,3,H,W] of the last inference: Float32Array, or Uint8Array pixels for a _u8in file
   lastOutput: null,           // Float32Array [1,H,W]
-  lastConfidence: null,       // Float32Array [1,H,W]: the file's confidence output (Depth Anything 3), else null
+  lastSecondOutput: null,     // Float32Array [1,H,W]: the file's confidence or sky output (Depth Anything 3), else null
+  lastSecondRole: null,       // its role: 'confidence' | 'sky' | null
   largerIsFarther: false,     // manifest model.larger_is_farther (Depth Anything 3): relative depth, not inverse
   lastOutputShape: null,
   lastLatencyMs: null,        // model.run + output read-back
@@ -369,17 +370,26 @@ function renderDepth(canvas, y, H, W, video = false) {
 export function showResults({ out }, video = false) {
   const p = out[primary()];
   renderDepth(ui.depth, p.y, p.H, p.W, video);
-  renderConfidence(p.confidence || null, p.H, p.W);
+  renderSecond(p.second || null, p.H, p.W);
   if (out.litert && out.ort) renderDepth(ui.depthOrt, out.ort.y, out.ort.H, out.ort.W, video);
   if (out.tjs && primary() !== 'tjs') renderDepth(ui.depthTjs, out.tjs.y, out.tjs.H, out.tjs.W, video);
   showLatency();
   showTjs();
 }
 
-/** The confidence output (Depth Anything 3) in grey, min–max normalised, bright = more confident; hidden without one. */
-function renderConfidence(c, H, W) {
-  ui.confFigure.hidden = !c;
-  if (!c) return;
+const SECOND_CAPTIONS = {
+  confidence: 'confidence (the model\'s second output; grey, min–max normalised, bright = more confident)',
+  sky: 'sky score (the model\'s second output; grey, min–max normalised, bright = more sky; ≥ 0.3 counts as sky)',
+};
+
+/** The second output (Depth Anything 3: confidence, or the mono / metric models' sky score) in grey, min–max
+ * normalised, bright = larger; hidden without one. */
+function renderSecond(second, H, W) {
+  ui.confFigure.hidden = !second;
+  if (!second) return;
+  const c = second.map;
+  ui.confCaption.textContent = SECOND_CAPTIONS[second.role];
+  ui.confidence.setAttribute('aria-label', `${second.role} map`);
   ui.confidence.width = W;
   ui.confidence.height = H;
   const unit = normalizeDepth(c);
@@ -403,7 +413,7 @@ export function showDepthAt(ev) {
   const y = Math.min(H - 1, Math.max(0, Math.floor(((ev.clientY - r.top) / r.height) * H)));
   const value = E.lastOutput[y * W + x];
   E.depthAt = { x, y, value };
-  const conf = E.lastConfidence ? `, confidence ${E.lastConfidence[y * W + x].toPrecision(4)}` : '';
+  const conf = E.lastSecondOutput ? `, ${E.lastSecondRole} ${E.lastSecondOutput[y * W + x].toPrecision(4)}` : '';
   ui.depthAt.textContent = E.maxDepth !== null ? `${value.toFixed(2)} m at (${x}, ${y})${conf}`
     : `${E.largerIsFarther ? 'relative depth (larger = farther)' : 'relative inverse depth'} ${value.toPrecision(4)} at ` +
       `(${x}, ${y})${conf} — no unit`;

@@ -190,7 +190,7 @@ def validate(paths, *, model="synthetic", backends=("cpu",), images: str | None 
     items = image_set(images, limit, max_pixels)
     ckpt = _checkpoint(model)
     check_made_from(files, ckpt.member, ckpt.name)
-    return _validate(files, backends, DepthModule(ckpt.model, ckpt.family.outputs), items, threads=threads,
+    return _validate(files, backends, DepthModule(ckpt.model, ckpt.outputs), items, threads=threads,
                      progress=progress)
 
 

@@ -97,7 +97,7 @@ def state_dict_digest(model: nn.Module) -> str:
 
 
 # The model output's attribute of each exported output (ModelFamily.outputs): depth is every family's predicted_depth
-OUTPUT_ATTRS = {"depth": "predicted_depth", "confidence": "confidence"}
+OUTPUT_ATTRS = {"depth": "predicted_depth", "confidence": "confidence", "sky": "sky"}
 
 
 class DepthModule(nn.Module):

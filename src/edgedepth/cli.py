@@ -131,8 +131,8 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
         raise EdgedepthError(f"--backend {backend} needs a model file; a checkpoint runs in PyTorch on the CPU")
     size = parse_size(size_text) if size_text else DEFAULT_SIZE
     ckpt = load_checkpoint(model)
-    outputs = ckpt.family.outputs if ckpt.family else ("depth",)     # DA3: its confidence too (predict)
-    return TorchRunner(DepthModule(ckpt.model, outputs), size, threads), ckpt.member
+    # DA3: its confidence or sky too (predict)
+    return TorchRunner(DepthModule(ckpt.model, ckpt.outputs), size, threads), ckpt.member
 
 
 def cmd_predict(args) -> int:
@@ -178,7 +178,7 @@ def cmd_validate(args) -> int:
     check_made_from([a.path for a in artifacts], ckpt.member, args.model)
     total = sum(len(set(backends) & set(a.format.backends)) for a in artifacts) * len(items)
     with tqdm(total=total, file=sys.stderr, disable=args.quiet, desc="validate", unit="img") as bar:
-        results = validate(artifacts, backends, DepthModule(ckpt.model, ckpt.family.outputs), items,
+        results = validate(artifacts, backends, DepthModule(ckpt.model, ckpt.outputs), items,
                            threads=args.threads, progress=bar.update)
     report = {
         "kind": "edgedepth.validate", "reference": ckpt.provenance(),
@@ -365,9 +365,9 @@ def _add_predict(sub, o: _Options) -> None:
     """predict: depth maps of photos."""
     r = sub.add_parser("predict", parents=[o.quiet, o.verbose, o.threads, o.max_pixels], help="depth maps for photos",
                        description="Depth maps for photos: <stem>_depth.png (colour, bright = near). A model with a "
-                                   "confidence output (Depth Anything 3's files and checkpoints) also writes "
-                                   "<stem>_confidence.png: grey, min-max per photo, larger (brighter) = more "
-                                   "confident. Every file written is printed, one per line.")
+                                   "confidence or sky output (Depth Anything 3's files and checkpoints) also writes "
+                                   "<stem>_confidence.png or <stem>_sky.png: grey, min-max per photo, larger = "
+                                   "brighter. Every file written is printed, one per line.")
     r.add_argument("images", nargs="+", metavar="IMAGE")
     r.add_argument("--model", default=DEFAULT_MODEL, help="a .tflite file or a checkpoint (as for export)")
     r.add_argument("--backend", default="cpu", choices=list(formats.BACKENDS),
@@ -377,7 +377,7 @@ def _add_predict(sub, o: _Options) -> None:
     r.add_argument("-o", "--output", required=True, help="output folder")
     r.add_argument("--raw", action="store_true",
                    help="also write float .npy and 16-bit PNG depth (metric models: metres, millimetres), and "
-                        "<stem>_confidence.npy (the raw confidence) where the model has one")
+                        "<stem>_confidence.npy / <stem>_sky.npy (the raw values) where the model has one")
     r.set_defaults(func=cmd_predict)
 
 

@@ -1,8 +1,9 @@
 """Depth for photos: image -> model input -> depth -> resized back to the photo's size -> PNG / .npy / 16-bit PNG.
 
 Relative models: inverse depth, normalised per photo.  Metric models (``edgedepth.models``): metres end to end.  A model
-with a confidence output (Depth Anything 3: ``ModelFamily.outputs``) also gives ``<stem>_confidence.png`` (grey,
-min-max per photo, brighter = more confident) and, with ``raw``, ``<stem>_confidence.npy`` (the values as they are)."""
+with a confidence or sky output (Depth Anything 3: ``ModelFamily.outputs_of``) also gives ``<stem>_confidence.png`` /
+``<stem>_sky.png`` (grey, min-max per photo, brighter = larger) and, with ``raw``, the ``.npy`` (the values as they
+are)."""
 
 from __future__ import annotations
 
@@ -155,17 +156,22 @@ def write_outputs(depth: np.ndarray, stem: str, out_dir: str, raw: bool, metric:
     return written
 
 
-def write_confidence(confidence: np.ndarray, stem: str, out_dir: str, raw: bool) -> list[str]:
-    """[H,W] confidence (photo-sized) -> ``<stem>_confidence.png``: 8-bit grey, min-max per photo, larger = more
-    confident = brighter; with ``raw`` also ``<stem>_confidence.npy`` (float32, the values as they are)."""
-    png = os.path.join(out_dir, f"{stem}_confidence.png")
-    lo, hi = float(np.min(confidence)), float(np.max(confidence))
-    _save_png(png, _sliced(confidence, lambda c: (_scaled(c, lo, hi) * 255 + 0.5).astype(np.uint8), np.uint8), "L")
+# The further outputs predict writes beside the depth (roles of ModelFamily.outputs_of), each as a grey map
+MAPS = ("confidence", "sky")
+
+
+def write_map(values: np.ndarray, role: str, stem: str, out_dir: str, raw: bool) -> list[str]:
+    """[H,W] further output (photo-sized; ``role`` one of :data:`MAPS`) -> ``<stem>_<role>.png``: 8-bit grey, min-max
+    per photo, larger = brighter (more confident, more sky); with ``raw`` also ``<stem>_<role>.npy`` (float32, the
+    values as they are)."""
+    png = os.path.join(out_dir, f"{stem}_{role}.png")
+    lo, hi = float(np.min(values)), float(np.max(values))
+    _save_png(png, _sliced(values, lambda c: (_scaled(c, lo, hi) * 255 + 0.5).astype(np.uint8), np.uint8), "L")
     written = [png]
     if raw:
-        npy = os.path.join(out_dir, f"{stem}_confidence.npy")
+        npy = os.path.join(out_dir, f"{stem}_{role}.npy")
         with atomic_path(npy) as tmp, open(tmp, "wb") as f:
-            np.save(f, np.asarray(confidence, np.float32))
+            np.save(f, np.asarray(values, np.float32))
         written.append(npy)
     return written
 
@@ -188,23 +194,23 @@ def predict(images: list[str], runner, out_dir: str, raw: bool = False, progress
     """Run ``runner`` on each image (checked first with :func:`validate_inputs`); returns the written paths.
     ``max_depth``: the model is metric (metres, 0..max_depth): outputs in metres, see :func:`write_outputs`;
     ``larger_is_farther``: a relative model whose output grows with distance (``Member.larger_is_farther``).
-    A runner with a ``confidence`` output (``output_names``) also gives :func:`write_confidence`'s files.
+    A runner with a ``confidence`` or ``sky`` output (``output_names``) also gives :func:`write_map`'s files.
     An output folder this call creates is removed again if it fails before writing anything."""
     with made_dir(out_dir):
         validate_inputs(images, out_dir, max_pixels)
         size = (int(runner.input_shape[2]), int(runner.input_shape[3]))
-        confidence = "confidence" in getattr(runner, "output_names", ())
+        maps = [r for r in getattr(runner, "output_names", ()) if r in MAPS]
         written = []
         for p in images:
             x, orig = load_and_preprocess(p, size, getattr(runner, "input_dtype", "float32"), max_pixels)
-            out = runner.run_all(x) if confidence else {"depth": runner.run(x)}
+            out = runner.run_all(x) if maps else {"depth": runner.run(x)}
             depth = resize_depth(out["depth"], orig)
             if max_depth is not None:       # bicubic resizing may overshoot the head's 0..max_depth range
                 depth = np.clip(depth, 0.0, max_depth, out=depth)
             stem = os.path.splitext(os.path.basename(p))[0]
             written += write_outputs(depth, stem, out_dir, raw, max_depth is not None, larger_is_farther)
-            if confidence:
-                written += write_confidence(resize_depth(out["confidence"], orig), stem, out_dir, raw)
+            for role in maps:
+                written += write_map(resize_depth(out[role], orig), role, stem, out_dir, raw)
             if progress:
                 progress(p)
     return written

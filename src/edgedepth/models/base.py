@@ -29,7 +29,7 @@ class Member:
     hub_id: str
     arch: object                # the family's own architecture record
     license: str                # SPDX-like id: "apache-2.0", "cc-by-nc-4.0"
-    kind: str = "relative"      # "relative" | "metric"
+    kind: str = "relative"      # "relative" | "metric" (metres, 0..max_depth) | "metric-focal" (metres x focal: DA3)
     max_depth: int | None = None        # metres, metric members only
     revision: str | None = None         # pinned where we can name it
     family: str = ""            # the family's name (set by the family's member table)
@@ -84,6 +84,11 @@ class Checkpoint:
     def is_metric(self) -> bool:
         return self.family.is_metric(self.model)
 
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """What its exported files output, "depth" first (:meth:`ModelFamily.outputs_of`)."""
+        return self.family.outputs_of(self.model) if self.family else ("depth",)
+
     def provenance(self) -> dict:
         d = {"source": self.source, "name": self.name}
         if self.revision:
@@ -118,9 +123,18 @@ class ModelFamily(abc.ABC):
     size_notice: str = ""       # NOTICE: what a fixed input size does to the graph (after "fixed input sizes ")
     fp16_note: str = ""         # the card's limitation on FP16 compute (after "...under its default precision; ")
     # What its exported files output, in the files' order: "depth" first (the member's output_semantics), then any
-    # other map the head computes, each [1, H, W] float32 (runners' run_all keys; the manifest's "outputs" roles)
+    # other map the head computes, each [1, H, W] float32 (runners' run_all keys; the manifest's "outputs" roles);
+    # per model / member where they differ: outputs_of, member_outputs
     outputs: tuple[str, ...] = ("depth",)
     output_texts: dict[str, str] = {}   # what each output after the depth is (the manifest's semantics, the card)
+
+    def outputs_of(self, model: nn.Module) -> tuple[str, ...]:
+        """What ``model``'s exported files output (roles, in order: :attr:`outputs` unless its members differ)."""
+        return self.outputs
+
+    def member_outputs(self, member: Member) -> tuple[str, ...]:
+        """What ``member``'s exported files output (:meth:`outputs_of` for a file with no model at hand)."""
+        return self.outputs
 
     @abc.abstractmethod
     def owns_model(self, model: nn.Module) -> bool:

@@ -104,13 +104,13 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
         model_info = _model_info(ckpt, recipe)
         if model_info["license"] != "apache-2.0":
             step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
-        io = _io(ckpt.family, model_info["output_semantics"])
+        io = _io(ckpt.family, ckpt.outputs, model_info["output_semantics"])
         items = image_set(limit=recipe.parity_images) if recipe.parity_images else []
-        gate = _Gate(DepthModule(ckpt.model, ckpt.family.outputs), items, step)
+        gate = _Gate(DepthModule(ckpt.model, ckpt.outputs), items, step)
         measured = (records.read(recipe.latency_data, "latency"),      # committed measurement records
                     records.read(recipe.parity_data, "parity", backend=REFERENCE_BACKEND))
         entry = lambda path, exported, text, rel=None, gpu_check=False: _entry(  # noqa: E731
-            path, exported, text, io, gate, step, gpu_check, rel, ckpt.family.outputs)
+            path, exported, text, io, gate, step, gpu_check, rel, ckpt.outputs)
         rs = formats.ReleaseStep(ckpt, staging, tuple(sizes), recipe.rewrites, step, entry,
                                  lambda rel, text: _write_text(os.path.join(staging, rel), text), gpu_check)
         entries, rewrite_reports = [], {}
@@ -209,11 +209,12 @@ class _Gate:
                 "note": "measured on the building machine; not part of the reproducible release (see manifest.json)"}
 
 
-def _io(family, semantics: str):
+def _io(family, roles: tuple[str, ...], semantics: str):
     """``io(h, w, *names, fmt=..., **kw)``: :func:`manifest.io_contract` with the member's depth semantics and, for a
-    family with more outputs than the depth (``ModelFamily.outputs``), those outputs as ``fmt``'s files name them."""
+    model with more outputs than the depth (``roles``: ``Checkpoint.outputs``), those outputs as ``fmt``'s files name
+    them, described by ``family.output_texts``."""
     def io(h: int, w: int, *names, fmt=None, **kw) -> dict:
-        named = zip(family.outputs, fmt.output_names(family.outputs)) if fmt is not None else ()
+        named = zip(roles, fmt.output_names(roles)) if fmt is not None else ()
         more = [{"role": r, "name": n, "semantics": family.output_texts[r]} for r, n in list(named)[1:]]
         return mf.io_contract(h, w, *names, semantics=semantics, more_outputs=more, **kw)
     return io
@@ -223,7 +224,7 @@ def _entry(path: str, exported, text: str, io, gate: "_Gate", step, gpu_check: b
            roles: tuple[str, ...] = ("depth",)):
     """A model file's manifest entry: opened (described and hashed) once, its format's fields, the GPU check (formats
     that have one, when asked) and the parity gate (files this machine's runtime runs) on that one Artifact.
-    ``roles``: the outputs the file must have (``ModelFamily.outputs``), which its entry describes."""
+    ``roles``: the outputs the file must have (``Checkpoint.outputs``), which its entry describes."""
     art = formats.open_artifact(path)
     rel = rel or art.name
     if len(art.info["outputs"]) != len(roles):

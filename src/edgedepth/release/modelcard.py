@@ -257,6 +257,9 @@ def _limitations(c: _Card) -> list[str]:
          (f"- Metric depth in metres, clipped to 0..{info.get('max_depth_m')} m by the head; trained on "
           f"{'indoor (Hypersim)' if 'indoor' in info['family_member'] else 'outdoor (Virtual KITTI 2)'} scenes: "
           "other scenes and cameras need checking." if c.metric else
+          "- Metres only with your camera's focal length: metres = output x focal / 300, focal in pixels at the "
+          "file's input size (mean of fx and fy; the model's README); without it the depth is relative."
+          if info["kind"] == "metric-focal" else
           "- Relative depth: scale and shift are unknown; do not read metres from it."),
          "- LiteRT's GPU delegate may compute in FP16 under its default precision; " + c.family.fp16_note
          + ". Set `enforce_f32=True` (see `recommended_runtime_options` in `manifest.json`).",

@@ -144,7 +144,7 @@ def apply_rewrites(model: nn.Module, height: int, width: int, names: list[str] |
 
 def prepare(model: nn.Module, height: int, width: int, rewrites="default"):
     """What every format exports: ``(DepthModule(rewritten copy), report)``; the module returns its family's outputs
-    (``ModelFamily.outputs``: V2 the depth alone, Depth Anything 3 depth and confidence).
+    (``ModelFamily.outputs_of``: V2 the depth alone, Depth Anything 3 depth and confidence or sky).
 
     ``rewrites``: ``"default"`` (the pipeline's defaults), a list of names (run in pipeline order), or ``()``/``None``
     for none (the plain baseline: a copy of the model).
@@ -153,7 +153,7 @@ def prepare(model: nn.Module, height: int, width: int, rewrites="default"):
 
     names = None if rewrites == "default" else list(rewrites or ())
     out, report = apply_rewrites(model, height, width, names)
-    return DepthModule(out, family_of(model).outputs), report
+    return DepthModule(out, family_of(model).outputs_of(model)), report
 
 
 __all__ = ["PIPELINE", "REWRITES", "ForeignRewriteError", "Rewrite", "RewriteContext", "apply_rewrites",

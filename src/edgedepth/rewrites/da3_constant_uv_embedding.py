@@ -32,7 +32,7 @@ FAMILIES = (DEPTH_ANYTHING_3,)     # the model families whose structure it walks
 def da3_constant_uv_embedding(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:
     model = fresh_copy(model)
     head = model.head
-    if head.uv_embeds is None:
+    if getattr(head, "uv_embeds", None) is None:      # none to freeze (a plain DPT head: pos_embed False)
         return model, 0
     H, W = ctx.height, ctx.width
     ph, pw = H // head.patch_size, W // head.patch_size

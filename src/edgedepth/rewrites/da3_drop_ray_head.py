@@ -6,7 +6,8 @@ parameters and compute in eager PyTorch, and a dead branch that only torch.expor
 of the files.  The head becomes :class:`._modules.DA3DepthHead`: the package's ``_forward_impl`` restated for the
 depth and confidence outputs (the same modules and ops, their UV position embeddings as swappable parts for
 da3_constant_uv_embedding), the ray modules deleted.  Exact: the depth branch never reads the ray branch
-(torch.equal on depth and confidence, tests/test_depth_anything_3.py).
+(torch.equal on depth and confidence, tests/test_depth_anything_3.py).  The mono / metric members' plain DPT head has
+no ray branch: it is left as it is (0 changes).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ FAMILIES = (DEPTH_ANYTHING_3,)     # the model families whose structure it walks
 @torch.no_grad()
 def da3_drop_ray_head(model: nn.Module, ctx: RewriteContext) -> tuple[nn.Module, int]:
     model = fresh_copy(model)
-    if isinstance(model.head, DA3DepthHead):
+    if isinstance(model.head, DA3DepthHead) or not hasattr(model.head.scratch, DA3DepthHead.AUX[-1]):
         return model, 0
     model.head = DA3DepthHead(model.head)
     return model, 1

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ...preprocess import MEAN, PATCH, STD
 from .. import _hub
 from ..base import Checkpoint, Member, ModelFamily
-from .members import CONFIDENCE_SEMANTICS, MEMBERS, NAME, SYNTHETIC
+from .members import CONFIDENCE_SEMANTICS, MEMBERS, NAME, SKY_SEMANTICS, SYNTHETIC
 
 if TYPE_CHECKING:
     from torch import nn
@@ -33,8 +33,9 @@ class DepthAnything3(ModelFamily):
     synthetic = SYNTHETIC
     mean, std, patch = MEAN, STD, PATCH
     export_blocker = None       # issue 31: the da3_* rewrites make its graph GPU-ready
-    outputs = ("depth", "confidence")   # issue 31: the monocular contract (MonoOutput), both maps in every file
-    output_texts = {"confidence": CONFIDENCE_SEMANTICS}
+    outputs = ("depth", "confidence")   # issue 31: the monocular contract (MonoOutput), both maps in every file;
+    # the mono / metric members (DPT head): depth and sky (outputs_of, member_outputs)
+    output_texts = {"confidence": CONFIDENCE_SEMANTICS, "sky": SKY_SEMANTICS}
     # The card's texts.  Paper and BibTeX: the depth-anything-3 package's README (0.1.1, its PyPI METADATA).
     card_title = "Depth Anything 3"
     hub_tag = "depth-anything-3"
@@ -49,13 +50,21 @@ class DepthAnything3(ModelFamily):
     size_notice = ("(ViT position embedding resized once per size as the package's interpolate_pos_encoding does, "
                    "bicubic; rotary position tables built once per size)")
     fp16_note = "this model's activations have not been checked against FP16's range yet"
-    _BACKBONES = {"da3-small": "DINOv2-S", "da3-base": "DINOv2-B", "da3-large": "DINOv2-L"}
+    _BACKBONES = {"da3-small": "DINOv2-S", "da3-base": "DINOv2-B", "da3-large": "DINOv2-L",
+                  "da3mono-large": "DINOv2-L", "da3metric-large": "DINOv2-L"}
 
     def member_title(self, member_name: str) -> str:
-        return super().member_title(member_name.removeprefix("da3-"))
+        return super().member_title(_short(member_name))
 
     def card_about(self, info: dict) -> str:
         vit = self._BACKBONES.get(info["family_member"], "DINOv2")
+        member = MEMBERS.get(info["family_member"])
+        if member is not None and member.arch.head == "dpt":
+            return (f"a monocular model, a {vit} ViT backbone (no rotary embedding, QK-norm or camera token) with a "
+                    f"DPT head, predicting {info['output_semantics'].split('; the files')[0]} from one RGB image. "
+                    "These files have two outputs: the depth, then the head's sky score (>= 0; the package counts "
+                    ">= 0.3 as sky); the package's sky step (sky depth set to the 99th percentile of the rest) is "
+                    "left to the user")
         return (f"the any-view model run on one view (monocular), a {vit} ViT backbone (2-D rotary position embedding, "
                 "QK-norm, alternating frame / global attention, a camera token) with a DualDPT head, predicting "
                 "relative depth from one RGB image (larger = farther: an exp head, > 0). These files have two outputs: "
@@ -63,7 +72,7 @@ class DepthAnything3(ModelFamily):
                 "camera encoder / decoder (poses) are left out")
 
     def recipe_file(self, member: Member) -> str:
-        return "recipes/depth-anything-3-" + member.name.removeprefix("da3-") + ".py"
+        return "recipes/depth-anything-3-" + _short(member.name) + ".py"
 
     def owns_model(self, model: nn.Module) -> bool:
         mono = sys.modules.get(__name__ + ".mono")      # not imported yet: no model of this family exists
@@ -107,10 +116,21 @@ class DepthAnything3(ModelFamily):
         return PRESET_MEMBERS.get(getattr(ckpt.model, "preset", None))
 
     def is_metric(self, model: nn.Module) -> bool:
-        return False
+        return False            # DA3Metric-Large is "metric-focal": metres only with the focal length (members)
+
+    def outputs_of(self, model: nn.Module) -> tuple[str, ...]:
+        return model.outputs            # mono.DA3Mono: its head's (members.HEAD_OUTPUTS)
+
+    def member_outputs(self, member: Member) -> tuple[str, ...]:
+        return member.arch.outputs
 
     def encoder_layers(self, model: nn.Module):
         return model.backbone.pretrained.blocks
+
+
+def _short(member_name: str) -> str:
+    """"da3-small" -> "small", "da3mono-large" -> "mono-large" (titles, recipe names)."""
+    return member_name.removeprefix("da3").removeprefix("-")
 
 
 FAMILY = DepthAnything3()

@@ -34,8 +34,6 @@ _SHOWN = 3                          # key names an error message lists
 PRESET_MEMBERS = {m.arch.preset: m for m in MEMBERS.values()}      # da3-small -> the da3-small member
 # The package's other presets, and why edgedepth does not take them yet.
 NOT_YET = {
-    "da3mono-large": "its head is a plain DPT, not the DualDPT this family exports",
-    "da3metric-large": "metric depth from a plain DPT head, not the DualDPT this family exports",
     "da3-giant": "ViT-g with a Gaussian-splatting head: no member, licence or measurement here",
     "da3nested-giant-large": "two nested networks, ViT-g any-view and a metric ViT-L",
 }
