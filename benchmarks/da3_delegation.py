@@ -13,6 +13,8 @@ seeded input.  The GPU is whatever Vulkan driver ``edgedepth.runtimes.vulkan`` s
         -> benchmarks/results/da3_delegation.json
 
 ``--small`` adds synthetic-da3-small at 518x518 (none, previous default, default; several minutes on 2 cores).
+Mono-/Metric-Large's structure (no RoPE, plain DPT head): ``--model synthetic-da3-tiny-mono --out
+benchmarks/results/da3_delegation_dpt.json``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 
@@ -116,7 +119,7 @@ def main() -> None:
                         if r["converted"] else f"not converted: {r['error']}"), flush=True)
     adapters = {r["gpu"]["adapter"] for r in rows if r.get("gpu", {}).get("adapter")}
     rep = {"kind": "edgedepth.da3_delegation", "date": time.strftime("%Y-%m-%d"), "issue": 31,
-           "command": "benchmarks/da3_delegation.py" + (" --small" if args.small else ""),
+           "command": " ".join(["benchmarks/da3_delegation.py", *sys.argv[1:]]),
            "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version()},
            "versions": versions(PACKAGES), "gpu_adapter": sorted(adapters),
            "gpu_mode": "GPU accelerator alone, enforce_f32 (tflite.gpu_check)", "cpu_runner": "LiteRT CPU, 2 threads",

@@ -1,5 +1,6 @@
 """BENCHMARKS section and README line: Depth Anything 3 on LiteRT's GPU delegate, rewrite set by rewrite set
-(results/da3_delegation.json, benchmarks/da3_delegation.py)."""
+(results/da3_delegation.json, benchmarks/da3_delegation.py; results/da3_delegation_dpt.json: the Mono-/Metric-Large
+structure, a plain DPT head and no RoPE)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,21 @@ def section_da3(L: list[str]) -> None:
           "| model | rewrites | ops | GPU hazards | ops GPU / CPU | rel-L2 GPU vs CPU | rel-L2 CPU vs PyTorch | file |",
           "|---|---|---|---|---|---|---|---|"]
     L += [_row(x) for x in r["runs"]] + [""]
+    dpt = load("da3_delegation_dpt.json")
+    if dpt:
+        m, runs = dpt["machine"], {x["rewrites"]: x for x in dpt["runs"]}
+        plain, ours = runs.get("none", {}), runs.get("default", {})
+        said = (f"The plain graph converts ({plain['ops']} ops: no data-dependent RoPE here) with "
+                f"{plain['gpu_hazards']} GPU hazards and {plain['gpu']['cpu_ops']} ops on the CPU; with the rewrites "
+                f"that apply ({', '.join(f'`{n}`' for n in ours['changed'])}) {ours['ops']} ops, "
+                f"{ours['gpu']['gpu_ops']} / {ours['gpu']['cpu_ops']} on GPU / CPU. "
+                if plain.get("converted") and ours.get("converted") else "")
+        L += ["Mono-Large / Metric-Large's structure (ViT with no RoPE, QK-norm or camera token; a plain DPT head with "
+              f"a sky branch): `{dpt['command']}`, {dpt['date']}, {m['cpu']}, the same method. " + said
+              + "`da3_static_rope` has nothing to change here (its row is the plain graph).", "",
+              "| model | rewrites | ops | GPU hazards | ops GPU / CPU | rel-L2 GPU vs CPU | rel-L2 CPU vs PyTorch | file |",
+              "|---|---|---|---|---|---|---|---|"]
+        L += [_row(x) for x in dpt["runs"]] + [""]
 
 
 def summary_lines() -> list[str]:
