@@ -14,7 +14,9 @@ seeded input.  The GPU is whatever Vulkan driver ``edgedepth.runtimes.vulkan`` s
 
 ``--small`` adds synthetic-da3-small at 518x518 (none, previous default, default; several minutes on 2 cores).
 Mono-/Metric-Large's structure (no RoPE, plain DPT head): ``--model synthetic-da3-tiny-mono --out
-benchmarks/results/da3_delegation_dpt.json``.
+benchmarks/results/da3_delegation_dpt.json``; at full size (ViT-L, ~1.3 GB files; the GPU check on SwiftShader takes
+long): ``--model synthetic-da3-mono-large --sizes 378x504 --rewrite-sets none,default --out
+benchmarks/results/da3_delegation_mono_large.json``.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def measure(ckpt, h: int, w: int, label: str, names: list[str], x: np.ndarray, t
     g = art.gpu_check(x=x)
     row["gpu_check_s"] = round(time.perf_counter() - t0, 1)
     row["gpu"] = {k: g.get(k) for k in ("fully_delegated", "gpu_ops", "cpu_ops", "unsupported", "validation_errors",
-                                        "error", "adapter")}
+                                        "validation_error", "error", "adapter")}
     if g.get("fully_delegated") and g.get("gpu_ops") is None:     # the probe logs no count when nothing falls back
         row["gpu"]["gpu_ops"] = info["ops"]
     row["rel_l2"] = {"cpu_vs_torch": rel_l2(cpu, torch_out)}
@@ -90,6 +92,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="56x56", help="comma-separated HxW for --model")
     ap.add_argument("--small", action="store_true",
                     help="also synthetic-da3-small at 518x518 (none, previous default, default)")
+    ap.add_argument("--rewrite-sets", default=None,
+                    help="comma-separated subset of none, static_rope_only, previous_default, default (for --model)")
     ap.add_argument("--out", default=RESULT)
     args = ap.parse_args()
 
@@ -99,7 +103,8 @@ def main() -> None:
     from edgedepth.fsutil import write_bytes_atomic
     from edgedepth.preprocess import parse_size
 
-    jobs = [(args.model, parse_size(s), None) for s in args.sizes.split(",")]
+    sets = tuple(args.rewrite_sets.split(",")) if args.rewrite_sets else None
+    jobs = [(args.model, parse_size(s), sets) for s in args.sizes.split(",")]
     if args.small:
         jobs.append(("synthetic-da3-small", (518, 518), ("none", "previous_default", "default")))
     rows = []

@@ -28,6 +28,17 @@ def _row(r: dict) -> str:
             f"{r['file_bytes'] / 1e6:.1f} MB |")
 
 
+def _large_gpu(x: dict) -> str:
+    g = x["gpu"]
+    said = f"{x['rewrites']}: {g['gpu_ops']} / {g['cpu_ops']} ops on GPU / CPU"
+    if g.get("validation_errors"):
+        said += (f", then {g['validation_errors']} WebGPU validation errors on {g['adapter'].split(',')[0]}"
+                 + (f" (first: \"{g['validation_error']}\")" if g.get("validation_error") else "")
+                 + ": not usable on that adapter (the DPT head's 3x3 convolution over 1024 channels makes a 64 x 9216 "
+                 "weight texture, as V2 Large's does; an adapter with maxTextureDimension2D above 9216 is needed)")
+    return said
+
+
 def section_da3(L: list[str]) -> None:
     r = load("da3_delegation.json")
     if not r:
@@ -57,7 +68,11 @@ def section_da3(L: list[str]) -> None:
               + "`da3_static_rope` has nothing to change here (its row is the plain graph).", "",
               "| model | rewrites | ops | GPU hazards | ops GPU / CPU | rel-L2 GPU vs CPU | rel-L2 CPU vs PyTorch | file |",
               "|---|---|---|---|---|---|---|---|"]
-        L += [_row(x) for x in dpt["runs"]] + [""]
+        large = load("da3_delegation_mono_large.json")
+        L += [_row(x) for x in dpt["runs"] + (large["runs"] if large else [])] + [""]
+        if large:
+            L += [f"Full size (`{large['command']}`, {large['date']}; {large.get('note', '')}): "
+                  + "; ".join(_large_gpu(x) for x in large["runs"]) + ".", ""]
 
 
 def summary_lines() -> list[str]:
