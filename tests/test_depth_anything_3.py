@@ -506,10 +506,34 @@ def test_da3_member_recipes_are_smalls_at_one_size():
         assert family_of_member(MEMBERS[name]).recipe_file(MEMBERS[name]) == path
 
 
+SKY_CHECK = ("\nimport json as _json\nprint('SKY ' + _json.dumps({'shape': list(sky.shape), 'min': float(sky.min()), "
+             "'finite': bool(np.isfinite(sky).all()), 'same_as_depth': bool(np.array_equal(sky, depth))}))\n")
+
+
+def _run_litert_block_reading_sky(card: str, release, tmp_path) -> None:
+    """The card's LiteRT snippet as written (CPU), in a copy of the folder with a photo: depth [H, W] from
+    edgedepth.preprocess's pixels, and the sky map: the file's size, finite, >= 0 (relu head), not the depth."""
+    import json
+    import shutil
+
+    from test_model_card import _check_python, _kind, _ok, _photo, code_blocks, run_python_block
+
+    (block,) = [b for lang, b in code_blocks(card) if lang == "python" and _kind(b) == "litert"]
+    assert "sky = out[1].read(" in block and "# sky score, >= 0" in block
+    folder = tmp_path / "copy"
+    shutil.copytree(release, folder)
+    _photo(folder / "photo.jpg")
+    r = run_python_block(block + SKY_CHECK, folder)
+    _check_python(_ok(r, "DA3 Metric-Large LiteRT block"), SIZE, "DA3 Metric-Large LiteRT block")
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("SKY ")]
+    s = json.loads(line[len("SKY "):])
+    assert tuple(s["shape"]) == SIZE and s["finite"] and s["min"] >= 0 and not s["same_as_depth"], s
+
+
 def test_da3_metric_large_recipe_builds_depth_and_sky(tmp_path):
     """Metric-Large's recipe builds its files from the tiny stand-in (a ViT with no RoPE and a plain DPT head): depth
     and sky, each gated against PyTorch, all on the GPU delegate, the card saying how to get metres and reading the sky
-    in its LiteRT snippet; and it refuses Small's checkpoint."""
+    in its LiteRT snippet (run as written); and it refuses Small's checkpoint."""
     import json
 
     out = tmp_path / "rel"
@@ -528,7 +552,7 @@ def test_da3_metric_large_recipe_builds_depth_and_sky(tmp_path):
     card = (out / "README.md").read_text()
     assert "[Depth Anything 3](https://arxiv.org/abs/2511.10647) Metric Large: a monocular model" in card
     assert "metres = output x focal / 300" in card and "do not read metres" not in card
-    assert "sky = out[1].read(" in card
+    _run_litert_block_reading_sky(card, out, tmp_path)
     wrong = run_cli("release", "--recipe", DA3_MEMBER_RECIPES["da3metric-large"], "--out", tmp_path / "w", "--model",
                     TINY, "--sizes", "28x42", "--parity-images", "0", "--no-gpu-check")
     assert_one_line_error(wrong, "is for depth-anything/DA3METRIC-LARGE", "--model synthetic-da3-tiny is da3-small")
