@@ -139,9 +139,10 @@ def test_metric_stand_ins_are_the_mono_ones():
 
 def test_only_its_own_rewrites_run_on_it(tiny):
     """By default only the rewrites declared for Depth Anything 3 run (V2's know HF DINOv2 / DPT structure; the one
-    shared, rank_preserving_fc, walks both); a V2-only rewrite named for it is refused."""
+    shared, rank_preserving_fc and split_wide_conv, walk both); a V2-only rewrite named for it is refused."""
     out, report = apply_rewrites(tiny.model, *SIZE)
-    assert [r["name"] for r in report] == ["rank_preserving_fc", "da3_static_rope", "da3_rank4_attention", "da3_fold_layerscale",
+    assert [r["name"] for r in report] == ["rank_preserving_fc", "split_wide_conv", "da3_static_rope",
+                                           "da3_rank4_attention", "da3_fold_layerscale",
                                            "da3_freeze_position_embedding", "da3_concat_camera_token",
                                            "da3_drop_ray_head", "da3_constant_uv_embedding", "da3_static_positions"]
     assert out is not tiny.model

@@ -85,8 +85,9 @@ def ref_tiny(tiny, x_tiny):
 # ratios 0.8-1.2, rel-L2 ~6e-7).
 # rank4_attention: torch runs a [1, h, N, d] matmul as the same bmm over the flattened batch dims.
 BIT_EXACT = {"drop_attention_mask", "fold_attention_scale", "fuse_qkv", "rank4_attention", "symbolic_output_size"}
-# split_large_conv only acts on weights > 32 MiB (Large): tested below with a small threshold.
-TESTED_ELSEWHERE = {"fp16_safe", "split_large_conv"}
+# split_large_conv only acts on weights > 32 MiB (Large), split_wide_conv on convolutions over > 910 channels (Large):
+# tested below with small thresholds.
+TESTED_ELSEWHERE = {"fp16_safe", "split_large_conv", "split_wide_conv"}
 
 
 V2 = [i for i, r in enumerate(PIPELINE) if r.name not in TESTED_ELSEWHERE and DEPTH_ANYTHING_V2 in r.families]
@@ -145,6 +146,43 @@ def test_split_large_conv():
                              max_abs=True)
     assert split_large_convs(after, 4096)[1] == 0
     assert split_large_convs(load_checkpoint("synthetic", quiet=True).model, MAX_WEIGHT_BYTES)[1] == 0
+
+
+@pytest.mark.parametrize("name", ["synthetic-tiny-large", "synthetic-da3-tiny-mono"])
+def test_split_wide_conv(name):
+    """On the tiny Large stand-ins (V2 Large; DA3 Mono-Large's DPT head) with a 200-texel limit: every convolution
+    whose in_channels x kh x kw exceeds it summed over input-channel groups that fit, every output within FP32 noise,
+    the input model untouched, idempotent; with the real limit (8192) Small's stand-ins have nothing to split."""
+    import copy
+
+    import torch
+
+    from edgedepth.checkpoint import DepthModule
+    from edgedepth.rewrites.split_wide_conv import MAX_TEXELS, InputSplitConv2d, split_wide_convs
+
+    ckpt = load_checkpoint(name, quiet=True)
+    model = ckpt.model
+    x = image_input(TINY_H, TINY_W)
+    snap = snapshot(model)
+    after, changed = split_wide_convs(model, 200)
+    split = [m for m in after.modules() if isinstance(m, InputSplitConv2d)]
+    assert changed == len(split) > 0
+    assert all(len(m.parts) > 1 and all(c.in_channels * c.kernel_size[0] * c.kernel_size[1] <= 200 for c in m.parts)
+               for m in split)
+    assert_unchanged(model, snap)
+    with torch.no_grad():
+        run = lambda m, xx: [t.numpy() for t in _as_tuple(DepthModule(m, ckpt.outputs)(xx))]  # noqa: E731
+        ours, fp32 = run(after, x), run(model, x)
+        fp64 = run(copy.deepcopy(model).double(), x.double())
+    for role, a, b, c in zip(ckpt.outputs, ours, fp64, fp32):
+        assert_within_fp32_noise(a, b, c, what=f"split_wide_conv {name} {role}", max_abs=True)
+    assert split_wide_convs(after, 200)[1] == 0
+    for small in ("synthetic", "synthetic-da3-tiny"):
+        assert split_wide_convs(load_checkpoint(small, quiet=True).model, MAX_TEXELS)[1] == 0
+
+
+def _as_tuple(y):
+    return y if isinstance(y, tuple) else (y,)
 
 
 def test_quantizer_large_weight_bug_canary():

@@ -22,7 +22,7 @@ from . import (center_residual_stream, da3_concat_camera_token, da3_constant_uv_
                da3_static_rope,
                drop_attention_mask, fast_layernorm, fold_attention_scale, fold_layernorm_affine, fold_layerscale,
                fp16_safe, freeze_position_embedding, fuse_qkv, rank4_attention, rank_preserving_fc, split_large_conv,
-               static_attention, symbolic_output_size, token_reassemble, unroll_heads)
+               split_wide_conv, static_attention, symbolic_output_size, token_reassemble, unroll_heads)
 from ..errors import EdgedepthError
 from ..models import family_of
 from ._base import RewriteContext
@@ -66,6 +66,7 @@ PIPELINE: list[Rewrite] = [
     _r(rank4_attention),            # GPU: BATCH_MATMUL on [1,h,N,d] (issue 15, benchmarks/gpu_attribution.py)
     _r(fp16_safe, default=False),   # data-driven (probes calibration photos): `export --fp16-safe`; tests/test_fp16.py
     _r(unroll_heads, default=False),   # measured 1.61x slower on the H200 GPU (benchmarks/gpu_attribution.py)
+    _r(split_wide_conv),            # WebGPU weight textures <= 8192 texels high (Large only); after fp16_safe's plan
     _r(split_large_conv),           # weights > 32 MiB (Large only): ai-edge-quantizer#512; after fp16_safe's neck plan
     _r(da3_static_rope),            # Depth Anything 3 (issue 31): traceable RoPE
     _r(da3_rank4_attention),        # Depth Anything 3: no 5-D qkv reshape (GPU delegate: rank <= 4)
