@@ -7,7 +7,8 @@ from __future__ import annotations
 from md_common import load
 
 LABELS = {"none": "none (plain)", "static_rope_only": "`da3_static_rope` only",
-          "previous_default": "first three `da3_*` rewrites"}
+          "previous_default": "first three `da3_*` rewrites",
+          "default_before_split_wide_conv": "default before `split_wide_conv`"}
 
 
 def _label(r: dict) -> str:
@@ -30,12 +31,14 @@ def _row(r: dict) -> str:
 
 def _large_gpu(x: dict) -> str:
     g = x["gpu"]
-    said = f"{x['rewrites']}: {g['gpu_ops']} / {g['cpu_ops']} ops on GPU / CPU"
+    said = f"{LABELS.get(x['rewrites'], x['rewrites'])}: {g['gpu_ops']} / {g['cpu_ops']} ops on GPU / CPU"
     if g.get("validation_errors"):
         said += (f", then {g['validation_errors']} WebGPU validation errors on {g['adapter'].split(',')[0]}"
                  + (f" (first: \"{g['validation_error']}\")" if g.get("validation_error") else "")
-                 + ": not usable on that adapter (the DPT head's 3x3 convolution over 1024 channels makes a 64 x 9216 "
-                 "weight texture, as V2 Large's does; an adapter with maxTextureDimension2D above 9216 is needed)")
+                 + ": not usable on that adapter (1024 channels x 3 x 3 = 9216: the DPT head's 3x3 convolutions over "
+                 "1024 channels, as in V2 Large)")
+    elif g.get("fully_delegated") and g.get("error"):
+        said += f", 0 validation errors, then the run failed: \"{g['error'][:120]}\""
     return said
 
 
