@@ -31,7 +31,7 @@ def _row(r: dict) -> str:
 
 def _large_gpu(x: dict) -> str:
     g = x["gpu"]
-    said = f"{LABELS.get(x['rewrites'], x['rewrites'])}: {g['gpu_ops']} / {g['cpu_ops']} ops on GPU / CPU"
+    said = f"{x['size']} {LABELS.get(x['rewrites'], x['rewrites'])}: {g['gpu_ops']} / {g['cpu_ops']} ops on GPU / CPU"
     if g.get("validation_errors"):
         said += (f", then {g['validation_errors']} WebGPU validation errors on {g['adapter'].split(',')[0]}"
                  + (f" (first: \"{g['validation_error']}\")" if g.get("validation_error") else "")
@@ -39,6 +39,8 @@ def _large_gpu(x: dict) -> str:
                  "1024 channels, as in V2 Large)")
     elif g.get("fully_delegated") and g.get("error"):
         said += f", 0 validation errors, then the run failed: \"{g['error'][:120]}\""
+    elif x["rel_l2"].get("gpu_vs_cpu") is not None:
+        said += f", 0 validation errors, GPU vs CPU rel-L2 {x['rel_l2']['gpu_vs_cpu']:.1e}"
     return said
 
 
