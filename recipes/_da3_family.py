@@ -12,16 +12,17 @@ card states what the build itself measured.
 import os
 import runpy
 
-from edgedepth.models import MEMBERS
+from edgedepth.models import MEMBERS, family_of_member
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = os.path.join(_HERE, "depth-anything-3-small.py")
 FILES = [os.path.abspath(__file__), SMALL]      # a member recipe's provenance hash covers these bytes too
 
 
-def member_recipe(name: str, slug: str) -> dict:
-    """Small's recipe for member ``name`` (``slug``: its recipe name, "base", "mono-large")."""
-    hub_id = MEMBERS[name].hub_id
+def member_recipe(name: str) -> dict:
+    """Small's recipe for member ``name``, named after the member's recipe file (``ModelFamily.recipe_file``)."""
+    m = MEMBERS[name]
+    stem = os.path.splitext(os.path.basename(family_of_member(m).recipe_file(m)))[0]   # depth-anything-3-mono-large
     return {**runpy.run_path(SMALL, run_name="edgedepth_recipe_base")["RECIPE"],
-            "name": f"depth-anything-3-{slug}-edgedepth", "base_model": hub_id, "model": hub_id,
+            "name": f"{stem}-edgedepth", "base_model": m.hub_id, "model": m.hub_id,
             "sizes": ["378x504"], "executorch": None, "onnx": None}

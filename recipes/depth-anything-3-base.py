@@ -9,7 +9,7 @@ import os
 import runpy
 
 _FAMILY = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_da3_family.py"))
-INCLUDES, RECIPE = _FAMILY["FILES"], _FAMILY["member_recipe"]("da3-base", "base")
+INCLUDES, RECIPE = _FAMILY["FILES"], _FAMILY["member_recipe"]("da3-base")
 
 if __name__ == "__main__":
     import sys

@@ -1,7 +1,8 @@
 """Release recipe for Depth Anything 3 Mono Large (DA3MONO-LARGE, Apache-2.0; ViT-L with a DPT head, depth + sky).
 
     python recipes/depth-anything-3-mono-large.py --out out/depth-anything-3-mono-large --model synthetic-da3-mono-large
-    edgedepth release --recipe recipes/depth-anything-3-mono-large.py --out DIR --model synthetic-da3-tiny-mono --sizes 28x42
+    edgedepth release --recipe recipes/depth-anything-3-mono-large.py --out DIR --model synthetic-da3-tiny-mono \
+      --sizes 28x42
 """
 # How it differs from Small: _da3_family.py (one size, 378x504, LiteRT only).
 
@@ -9,7 +10,7 @@ import os
 import runpy
 
 _FAMILY = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_da3_family.py"))
-INCLUDES, RECIPE = _FAMILY["FILES"], _FAMILY["member_recipe"]("da3mono-large", "mono-large")
+INCLUDES, RECIPE = _FAMILY["FILES"], _FAMILY["member_recipe"]("da3mono-large")
 
 if __name__ == "__main__":
     import sys

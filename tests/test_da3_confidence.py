@@ -153,7 +153,8 @@ def test_manifest_contract_lists_both_outputs():
     from edgedepth.release import manifest as mf
     from edgedepth.release.build import _io
 
-    v2 = _io(DEPTH_ANYTHING_V2, ("depth",), "relative inverse depth, larger = closer")(28, 42, fmt=formats.NAMES["onnx"])
+    v2 = _io(DEPTH_ANYTHING_V2, ("depth",), "relative inverse depth, larger = closer")(28, 42,
+                                                                                    fmt=formats.NAMES["onnx"])
     assert v2 == mf.io_contract(28, 42) and "outputs" not in v2 and mf.output_roles(v2) == ("depth",)
     semantics = "relative depth, larger = farther"
     for fmt, given, names in (("tflite", (), ["output_0", "output_1"]),      # given: what release_entry passes

@@ -32,7 +32,8 @@ GOLDEN_DIGEST = {
 }
 # The metric member's stand-ins: the package's da3metric-large preset is the same network as da3mono-large (only the
 # trained weights differ), so its stand-ins are the mono ones' bytes (test_metric_stand_ins_are_the_mono_ones)
-SAME_AS = {"synthetic-da3-metric-large": "synthetic-da3-mono-large", "synthetic-da3-tiny-metric": "synthetic-da3-tiny-mono"}
+SAME_AS = {"synthetic-da3-metric-large": "synthetic-da3-mono-large",
+           "synthetic-da3-tiny-metric": "synthetic-da3-tiny-mono"}
 
 
 @pytest.fixture(scope="module")

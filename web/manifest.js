@@ -104,7 +104,8 @@ export function label(f, rt) {
 }
 
 /** The second map of a run, `{ role, map }` (map: Float32Array [H*W]), when the manifest entry lists a "confidence"
- * or "sky" output after the depth (Depth Anything 3; manifest `outputs`, depth first, in the file's order), else null. */
+ * or "sky" output after the depth (Depth Anything 3; manifest `outputs`, depth first, in the file's order), else
+ * null. */
 export function secondOutputOf(entry, y) {
   const roles = Array.isArray(entry.outputs) ? entry.outputs.map((o) => o && o.role) : ['depth'];
   const i = roles.findIndex((r) => r === 'confidence' || r === 'sky');

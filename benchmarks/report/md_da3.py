@@ -29,6 +29,10 @@ def _row(r: dict) -> str:
             f"{r['file_bytes'] / 1e6:.1f} MB |")
 
 
+_HEADER = ("| model | rewrites | ops | GPU hazards | ops GPU / CPU | rel-L2 GPU vs CPU | rel-L2 CPU vs PyTorch "
+           "| file |", "|---|---|---|---|---|---|---|---|")
+
+
 def _large_gpu(x: dict) -> str:
     g = x["gpu"]
     said = f"{x['size']} {LABELS.get(x['rewrites'], x['rewrites'])}: {g['gpu_ops']} / {g['cpu_ops']} ops on GPU / CPU"
@@ -55,9 +59,7 @@ def section_da3(L: list[str]) -> None:
           + f". GPU: {r['gpu_mode']} on {r['gpu_adapter'][0].split(',')[0]}; CPU: {r['cpu_runner']}; input: "
           f"{r['input']}; reference: {r['torch_reference']}. ops on GPU / CPU as the GPU accelerator alone places "
           "them; GPU-vs-CPU only for fully delegated files (the check compiles for the GPU alone); hazards: ops the "
-          "LiteRT GPU delegate takes but computes wrongly (`benchmarks/gpu_hazards.py`).", "",
-          "| model | rewrites | ops | GPU hazards | ops GPU / CPU | rel-L2 GPU vs CPU | rel-L2 CPU vs PyTorch | file |",
-          "|---|---|---|---|---|---|---|---|"]
+          "LiteRT GPU delegate takes but computes wrongly (`benchmarks/gpu_hazards.py`).", "", *_HEADER]
     L += [_row(x) for x in r["runs"]] + [""]
     dpt = load("da3_delegation_dpt.json")
     if dpt:
@@ -70,9 +72,7 @@ def section_da3(L: list[str]) -> None:
                 if plain.get("converted") and ours.get("converted") else "")
         L += ["Mono-Large / Metric-Large's structure (ViT with no RoPE, QK-norm or camera token; a plain DPT head with "
               f"a sky branch): `{dpt['command']}`, {dpt['date']}, {m['cpu']}, the same method. " + said
-              + "`da3_static_rope` has nothing to change here (its row is the plain graph).", "",
-              "| model | rewrites | ops | GPU hazards | ops GPU / CPU | rel-L2 GPU vs CPU | rel-L2 CPU vs PyTorch | file |",
-              "|---|---|---|---|---|---|---|---|"]
+              + "`da3_static_rope` has nothing to change here (its row is the plain graph).", "", *_HEADER]
         large = load("da3_delegation_mono_large.json")
         L += [_row(x) for x in dpt["runs"] + (large["runs"] if large else [])] + [""]
         if large:

@@ -1,5 +1,5 @@
-// web/manifest.js's pure helpers in Node (no browser). `node --test tests/js/manifest_test.mjs` (tests/test_playground.py
-// runs it with files_test.mjs).
+// web/manifest.js's pure helpers in Node (no browser). `node --test tests/js/manifest_test.mjs`
+// (tests/test_playground.py runs it with files_test.mjs).
 
 import assert from 'node:assert/strict';
 import test from 'node:test';

@@ -99,8 +99,9 @@ def open_artifact(path: str) -> Artifact:
 
 def name_outputs(runner, member):
     """``runner`` with its outputs named (``run_all``'s keys) by the contract of the family ``member`` belongs to
-    (``ModelFamily.member_outputs``: Depth Anything 3's depth, confidence or sky) when the file has as many; else (no member: a
-    renamed file) the runner's own names: the depth, then the file's ("confidence" in an ONNX file, "output_1")."""
+    (``ModelFamily.member_outputs``: Depth Anything 3's depth, confidence or sky) when the file has as many; else (no
+    member: a renamed file) the runner's own names: the depth, then the file's ("confidence" in an ONNX file,
+    "output_1")."""
     n = len(getattr(runner, "output_names", ()))
     roles = family_of_member(member).member_outputs(member) if member is not None and n > 1 else ()
     if len(roles) == n > 1:

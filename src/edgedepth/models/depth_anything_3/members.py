@@ -12,8 +12,9 @@ README: ``metric_depth = focal * net_output / 300``), a kind of its own: ``metri
 Synthetic stand-ins: ``synthetic-da3-small`` is the preset's exact backbone + DualDPT with seeded realistic weights;
 ``synthetic-da3-tiny`` keeps every structural feature (RoPE, QK-norm and alternating attention from block 2, the
 camera token, ``cat_token``, four output layers, DualDPT) at tiny widths, for tests; ``synthetic-da3-base`` /
-``synthetic-da3-tiny-base`` the same for Base (its recipe); ``synthetic-da3-mono-large`` / ``synthetic-da3-metric-large``
-and ``synthetic-da3-tiny-mono`` (a tiny ViT with no RoPE and a tiny DPT head with its sky branch) for the two DPT members.
+``synthetic-da3-tiny-base`` the same for Base (its recipe); ``synthetic-da3-mono-large`` /
+``synthetic-da3-metric-large`` and ``synthetic-da3-tiny-mono`` / ``synthetic-da3-tiny-metric`` (a tiny ViT with no RoPE
+and a tiny DPT head with its sky branch) for the two DPT members (one network: each pair is the same bytes).
 """
 
 from __future__ import annotations
