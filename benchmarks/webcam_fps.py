@@ -48,9 +48,7 @@ def _variants(manifest: dict, backend: str = "wasm", paths: str = "") -> list[di
             rt = "litert" if e["format"] == "tflite" else "ort"
             out.append({"key": f"{'litertjs' if rt == 'litert' else 'ortweb'}:{e['size']}:{e['precision']}",
                         "runtime": rt, "entry": e, "smooth": None})
-        if backend == "webgpu":
-            out += [dict(v, key=f"{v['key']}+no-overlap", overlap=False) for v in out]
-        return out
+        return out + _webgpu_variants(out) if backend == "webgpu" else out
     pick = lambda fmt, size, prec="fp32": next((f for f in files if f.get("format") == fmt  # noqa: E731
                                                 and f.get("size") == size and f.get("precision") == prec), None)
     listed = {f["path"] for f in files}
@@ -72,9 +70,16 @@ def _variants(manifest: dict, backend: str = "wasm", paths: str = "") -> list[di
                 {"key": f"litertjs:{small['size']}+smoothing", "runtime": "litert", "entry": small, "smooth": 0.3}]
     if onnx:
         out.append({"key": f"ortweb:{onnx['size']}", "runtime": "ort", "entry": onnx, "smooth": None})
-    if backend == "webgpu":     # the page's pipelining (next frame preprocessed while the GPU runs) off, same files
-        out += [dict(v, key=f"{v['key']}+no-overlap", overlap=False) for v in out if not v["smooth"]]
-    return out
+    return out + _webgpu_variants(out) if backend == "webgpu" else out
+
+
+def _webgpu_variants(out: list[dict]) -> list[dict]:
+    """WebGPU: the same files with the page's GPU frames off ('+readback': every frame read back, next one preprocessed
+    while the GPU runs; LiteRT.js only, the one runtime with GPU frames) and with that pipelining off too
+    ('+no-overlap')."""
+    plain = [v for v in out if not v["smooth"]]
+    return ([dict(v, key=f"{v['key']}+readback", gpu_frames=False) for v in plain if v["runtime"] == "litert"]
+            + [dict(v, key=f"{v['key']}+no-overlap", overlap=False, gpu_frames=False) for v in plain])
 
 
 def main(argv=None) -> int:
@@ -115,7 +120,8 @@ def main(argv=None) -> int:
                 page = v["page"] = v["context"].new_page()
                 q = f"?runtime={v['runtime']}&backend={a.backend}&artifact={v['entry']['path']}"
                 page.goto(base + q + (f"&smooth={v['smooth']}" if v["smooth"] else "")
-                          + ("&overlap=0" if v.get("overlap") is False else ""))
+                          + ("&overlap=0" if v.get("overlap") is False else "")
+                          + ("&gpuframes=0" if v.get("gpu_frames") is False else ""))
                 wait_in_page(page, "window.edgedepth && edgedepth.state !== 'starting'", 120)
                 page.evaluate("edgedepth.load()")
                 wait_in_page(page, "edgedepth.state === 'ready' || edgedepth.state === 'error'", per_frame_s)
@@ -137,7 +143,8 @@ def main(argv=None) -> int:
                     got = page.evaluate("""(n) => { const v = edgedepth.video; const k = v.frameTimes.length;
                         return {errors: edgedepth.errors, t: v.frameTimes.slice(k - n), pre: v.preprocessMs.slice(k - n),
                                 model: edgedepth.latencies.slice(-n), backend: v.backend,
-                                smoothing: edgedepth.smoothing, overlap: v.overlap === true}; }""", a.frames)
+                                smoothing: edgedepth.smoothing, overlap: v.overlap === true,
+                                gpuFrames: v.gpuFrames === true, gpuReason: v.gpuReason}; }""", a.frames)
                     if got["errors"]:
                         raise RuntimeError(f"{v['key']}: page error: {got['errors'][0]}")
                     t = np.asarray(got["t"])
@@ -146,6 +153,7 @@ def main(argv=None) -> int:
                     v["preprocess_ms"] += got["pre"]
                     v["fps_per_round"].append((len(t) - 1) * 1000 / (t[-1] - t[0]))
                     v["backend"], v["smoothing"], v["overlapped"] = got["backend"], got["smoothing"], got["overlap"]
+                    v["gpu_frames_used"], v["gpu_frames_reason"] = got["gpuFrames"], got["gpuReason"]
                     print(f"round {r + 1}: {v['key']}: {v['fps_per_round'][-1]:.2f} frames/s", flush=True)
             chromium = browser.version
         finally:
@@ -159,7 +167,8 @@ def main(argv=None) -> int:
         rows[v["key"]] = {
             "runtime": "LiteRT.js" if v["runtime"] == "litert" else "ONNX Runtime Web", "file": v["entry"]["path"],
             "size": v["entry"]["size"], "backend": v["backend"], "smoothing": v["smoothing"],
-            "next_frame_prepared_during_gpu_run": v["overlapped"],
+            "next_frame_prepared_during_gpu_run": v["overlapped"], "gpu_frames": v["gpu_frames_used"],
+            "gpu_frames_reason": v["gpu_frames_reason"],
             "fps": 1000 / frame, "fps_per_round": v["fps_per_round"], "frame_ms_median": frame,
             "model_ms_median": med(v["model_ms"]), "preprocess_ms_median": med(v["preprocess_ms"]),
             "other_ms_median": frame - med(v["model_ms"]) - med(v["preprocess_ms"]), "n_frames": len(v["frames_ms"]),
@@ -175,7 +184,10 @@ def main(argv=None) -> int:
                    "interval (page timestamps when a frame is drawn); model = input tensor + run + read-back; other = "
                    "frame interval - model - preprocessing (grab, normalise/colour/draw, EMA, waiting for a frame); where the "
                    "next frame is prepared while the GPU runs (WebGPU; '+no-overlap' rows: the same file without it) "
-                   "its preprocessing overlaps the model, so other is negative by up to that much"),
+                   "its preprocessing overlaps the model, so other is negative by up to that much; GPU frames "
+                   "(LiteRT.js on WebGPU by default; '+readback' rows: the same file with them off): model = frame queued "
+                   "-> its colours back (GPU preprocessing + model + colouring + read-back of the colours, two frames in "
+                   "flight), preprocessing = this thread's time to queue it"),
         "date": datetime.date.today().isoformat(), "cpu": env.get("cpu"), "cores": os.cpu_count(),
         "release": os.path.relpath(os.path.abspath(a.folder), ROOT),
         "checkpoint": (m.get("provenance") or {}).get("checkpoint"),

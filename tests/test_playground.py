@@ -654,10 +654,11 @@ def test_webgpu_runs_the_gpu_optimised_graph(gpu_release, tiny_ckpt, serve_folde
     _assert_fp32_parity(p.array("lastOutput"), tiny_ckpt.model, x, "WebGPU (SwiftShader) FP32")
 
 
-def test_webgpu_file_takes_uint8_pixels(tmp_path, tiny_ckpt, serve_folder, open_page):
+def test_webgpu_file_takes_uint8_pixels(pw, tmp_path, tiny_ckpt, serve_folder, open_page):
     """A release's WebGPU file takes uint8 pixels (``_u8in``, manifest input dtype uint8; recommend picks it): the page
     feeds the resized RGB as NCHW bytes, exactly Python's ``preprocess.pixels``, on WebGPU (SwiftShader) and on wasm;
-    output within FP32 noise of PyTorch on the normalised tensor."""
+    output within FP32 noise of PyTorch on the normalised tensor. Webcam frames on the GPU pack those bytes in WGSL
+    (_check_gpu_frames, uint8)."""
     from edgedepth import formats
     from edgedepth.preprocess import load_and_preprocess, normalise
     from edgedepth.release import manifest as mf
@@ -684,6 +685,11 @@ def test_webgpu_file_takes_uint8_pixels(tmp_path, tiny_ckpt, serve_folder, open_
         _assert_fp32_parity(p.array("lastOutput"), tiny_ckpt.model, normalise(px), f"{backend}, uint8-input file")
         ms = p.page.evaluate("edgedepth.benchmark({warmup: 1, iters: 2})")   # benchmark feeds it pixels too
         assert len(ms) == 2 and min(ms) > 0
+    b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args(webgpu=True, fake_camera=True))
+    try:
+        _check_gpu_frames(open_page(f"{base}?backend=webgpu", b=b), tiny_ckpt.model, "uint8")
+    finally:
+        b.close()
 
 
 def test_no_webgpu_adapter_falls_back_to_wasm(pw, plain_release, serve_folder, open_page):
@@ -759,18 +765,66 @@ def test_webcam_shows_fps_backend_and_smooths_the_map(pw, plain_release, serve_f
         b.close()
 
 
-def test_webcam_on_webgpu_prepares_the_next_frame_while_the_gpu_runs(pw, gpu_release, tiny_ckpt, serve_folder,
-                                                                     open_page):
-    """On WebGPU the webcam loop preprocesses frame N+1 while the GPU computes frame N (web/app.js, two grab canvases).
-    The map shown must still be the model's output on the frame it came from: lastOutput within FP32 noise of PyTorch
-    on lastInput (a frame prepared ahead leaking into lastInput would be another camera frame: far outside it)."""
+def _assert_gpu_colours(rgba: np.ndarray, y: np.ndarray) -> None:
+    """The colours gpuframes.js drew vs colormap.js's rule on the same map: equal, except that WGSL's division may be
+    2.5 ULP off (JavaScript's and numpy's float32 division are exact), so an index may be one off where
+    (y - lo) / range * 256 lies within that error of an integer."""
+    from edgedepth.predict import _lut8
+
+    lut = _lut8("inferno")[:256]
+    q = _unit(y)
+    k = np.clip(np.floor(q * np.float32(256)), 0, 255).astype(int)
+    got = rgba.reshape(-1, 4)
+    assert (got[:, 3] == 255).all()
+    off = np.flatnonzero((got[:, :3] != lut[k]).any(axis=1))
+    for i in off:
+        near = abs(q[i] * 256 - np.round(q[i] * 256)) <= 2.5 * 256 * np.spacing(q[i])
+        alt = [j for j in (k[i] - 1, k[i] + 1) if 0 <= j < 256 and (lut[j] == got[i, :3]).all()]
+        assert near and alt, f"pixel {i}: GPU colour {got[i, :3]} for index {k[i]} (unit {q[i]!r})"
+    assert off.size <= max(1, y.size // 1000), f"{off.size} of {y.size} colours one index off"
+
+
+def _check_gpu_frames(p, model, dtype: str) -> None:
+    """Webcam frames on the GPU (web/gpuframes.js) on page ``p`` (WebGPU, fake camera), checked on the last frame read
+    back at stop: the input the WGSL passes made from the grabbed pixels is bit-identical to edgedepth.preprocess
+    (Pillow) on those pixels (``dtype`` float32: the normalised tensor; uint8: the resized pixels), the output is
+    within FP32 noise of PyTorch on it, the colours the GPU made follow colormap.js (_assert_gpu_colours)."""
+    from PIL import Image
+
+    from edgedepth.preprocess import model_input, normalise
+
+    v = _webcam_frames(p, 3)
+    assert v["frames"] >= 3 and v["drawn"] and v["backend"].startswith("WebGPU"), v["text"]
+    assert "frames on the GPU" in v["text"], v["text"]
+    gpu = p.page.evaluate("""() => ({on: edgedepth.video.gpuFrames, error: edgedepth.gpuFramesError,
+        w: edgedepth.video.lastFrame.width, h: edgedepth.video.lastFrame.height})""")
+    assert gpu["on"] is True and gpu["error"] is None, gpu
+    frame = p.array("video.lastFrame.rgba", "u1").reshape(gpu["h"], gpu["w"], 4)
+    x = model_input(Image.fromarray(frame[..., :3].copy()), TINY_SIZE, dtype)
+    np.testing.assert_array_equal(p.array("lastInput", "u1" if dtype == "uint8" else "<f4").reshape(x.shape), x)
+    x = normalise(x) if dtype == "uint8" else x
+    _assert_fp32_parity(v["y"], model, x, f"webcam frames on the GPU (SwiftShader), {dtype} input")
+    _assert_gpu_colours(p.array("video.lastFrame.colours", "u1"), v["y"])
+    np.testing.assert_array_equal(v["shown"], _unit(v["y"]))
+
+
+def test_webcam_on_webgpu_keeps_frames_on_the_gpu_or_prepares_the_next(pw, gpu_release, tiny_ckpt, serve_folder,
+                                                                       open_page):
+    """Webcam on WebGPU (SwiftShader). By default (LiteRT.js alone) frames are computed on the GPU (web/gpuframes.js;
+    _check_gpu_frames). With ?gpuframes=0 semantics
+    (gpuFramesAllowed off) the loop reads frames back and preprocesses frame N+1 while the GPU computes frame N; the
+    map shown must still be the model's output on the frame it came from (a frame prepared ahead leaking into
+    lastInput would be another camera frame: far outside FP32 noise)."""
     b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args(webgpu=True, fake_camera=True))
     try:
         p = open_page(f"{serve_folder(gpu_release['folder'])}?backend=webgpu", b=b)
+        _check_gpu_frames(p, tiny_ckpt.model, "float32")
+
+        p.page.evaluate("edgedepth.gpuFramesAllowed = false")
         v = _webcam_frames(p, 3)
-        assert v["frames"] >= 3 and v["drawn"] and v["backend"].startswith("WebGPU"), v["text"]
-        assert p.page.evaluate("edgedepth.video.overlap") is True
+        assert v["frames"] >= 3 and v["drawn"] and p.page.evaluate("edgedepth.video.overlap") is True
         assert "next frame preprocessed while the GPU runs" in v["text"], v["text"]
+        assert p.page.evaluate("edgedepth.video.gpuReason") == "turned off (?gpuframes=0)"
         np.testing.assert_array_equal(v["shown"], _unit(v["y"]))
         x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
         _assert_fp32_parity(v["y"], tiny_ckpt.model, x, "webcam on WebGPU (SwiftShader), pipelined")

@@ -6,9 +6,8 @@
 import { colorizeDepth, colorizeUnit } from './colormap.js';
 import { msg } from './files.js';
 import { load, release, withSlash } from './manifest.js';
-import { anyModel, benchmark, canOverlap, current, detectWebGPU, ensureModels, exclusive, infer, isBusy, prepare,
-  prepKey, runPrepared, startBase,
-  warmRuntimes } from './model.js';
+import { adoptGpuFrame, anyModel, benchmark, canOverlap, current, detectWebGPU, dropGpuFrames, ensureModels, exclusive,
+  gpuFramesBlocker, gpuFramesFor, infer, isBusy, prepare, prepKey, runPrepared, startBase, warmRuntimes } from './model.js';
 import { decodeImage, preprocessRGBA } from './preprocess.js';
 import { RUNTIMES } from './runtimes/index.js';
 import { applyMode, checkMode, drawPhoto, E, fillArtifacts, primary, resetShown, say, setSmoothing, setState,
@@ -72,7 +71,8 @@ async function startWebcam() {
   }
   opening = true;
   ui.webcam.disabled = true;
-  E.video = { fps: null, frames: 0, backend: null, prevShown: null, frameTimes: [], preprocessMs: [] };
+  E.video = { fps: null, frames: 0, backend: null, prevShown: null, frameTimes: [], preprocessMs: [], gpuFrames: false,
+    gpuReason: null, lastFrame: null };
   resetShown();
   try {
     stream = await navigator.mediaDevices.getUserMedia({ video: { width: { ideal: 640 }, height: { ideal: 480 } }, audio: false });
@@ -118,6 +118,7 @@ async function startWebcam() {
     ctx.drawImage(ui.video, 0, 0, w, h);
     return { canvas, prep: prepare(ctx.getImageData(0, 0, w, h).data, w, h) };
   };
+  const gpu = new GpuWebcam(meter);
   while (stream) {
     const w = ui.video.videoWidth;
     const h = ui.video.videoHeight;
@@ -128,6 +129,13 @@ async function startWebcam() {
         stopWebcam();
         break;
       }
+      E.video.gpuReason = gpuFramesBlocker();
+      if (!E.video.gpuReason) {
+        await gpu.step(w, h);   // frames stay on the GPU; its completion paces the loop
+        continue;
+      }
+      await gpu.leave();
+      E.video.gpuFrames = false;
       try {
         await exclusive(async () => {
           const overlap = canOverlap();
@@ -164,6 +172,95 @@ async function startWebcam() {
     if (overlapped && ahead) await yieldToRuntime();
     else await new Promise((r) => requestAnimationFrame(r));
     overlapped = false;
+  }
+  await gpu.leave();
+}
+
+/** The webcam loop's GPU path (gpuframes.js): each step grabs the current video frame into a canvas (GPU-backed: no
+ * willReadFrequently), queues it, and waits for the frame before it (at most two in flight), whose colours it then
+ * draws; a frame counts when its colours are drawn. leave() waits for the rest and reads the last frame back once: the page then holds
+ * that frame's input, output and map, as after a photo. A failure is said once and the loop reads frames back. */
+class GpuWebcam {
+  constructor(meter) {
+    this.meter = meter;
+    this.grabs = [0, 1].map(() => document.createElement('canvas'));
+    this.slot = 0;
+    this.inflight = [];     // promises of {t, t0, queueMs, canvas, w, h}, oldest first
+    this.g = null;
+  }
+
+  async step(w, h) {
+    try {
+      await exclusive(async () => {
+        const g = gpuFramesFor();
+        if (g !== this.g) await this.drain();     // another model: the old one's frames first
+        if (!this.g) setState('running');         // 'ready' again once leave() has read the last frame back
+        this.g = g;
+        E.video.gpuFrames = true;
+        const canvas = this.grabs[this.slot];
+        this.slot ^= 1;
+        if (canvas.width !== w || canvas.height !== h) Object.assign(canvas, { width: w, height: h });
+        canvas.getContext('2d').drawImage(ui.video, 0, 0, w, h);
+        const t0 = performance.now();
+        const { done } = await g.frame(canvas, w, h);
+        const queueMs = performance.now() - t0;
+        this.inflight.push(done.then((rgba) => ({ t: performance.now(), t0, queueMs, canvas, w, h, rgba })));
+        if (this.inflight.length >= 2) this.finish(await this.inflight.shift());
+      });
+    } catch (e) {
+      E.gpuFramesError = msg(e);
+      say('warn', `Webcam frames on the GPU failed (${E.gpuFramesError}); reading every frame back instead.`);
+      this.inflight = [];
+      this.g = null;
+      this.restore();
+    }
+  }
+
+  finish(f) {
+    drawPhoto(f.canvas, f.w, f.h);
+    const [H, W] = [this.g.H, this.g.W];
+    Object.assign(ui.depth, { width: W, height: H });
+    ui.depth.style.aspectRatio = `${f.w} / ${f.h}`;
+    ui.depth.getContext('2d').putImageData(new ImageData(f.rgba, W, H), 0, 0);
+    E.video.fps = this.meter.tick(f.t);
+    E.video.frames = this.meter.frames;
+    E.video.overlap = false;
+    if (E.video.frameTimes.length < 100000) {
+      E.video.frameTimes.push(f.t);
+      E.video.preprocessMs.push(f.queueMs);     // this thread's time to queue the frame (the GPU does the rest)
+    }
+    const m = current.litert;
+    if (m) m.latencies.push(f.t - f.t0);        // queued -> done on the GPU: preprocessing + model + colouring
+    this.last = f;
+    showVideo();
+  }
+
+  async drain() {
+    while (this.inflight.length) this.finish(await this.inflight.shift());
+  }
+
+  async leave() {
+    if (!this.g) return;
+    try {
+      await this.drain();
+      const rb = await this.g.readBack();
+      if (rb && this.last) {
+        const c = this.last.canvas;
+        E.video.lastFrame = { rgba: c.getContext('2d').getImageData(0, 0, c.width, c.height).data, width: c.width,
+          height: c.height, colours: this.last.rgba };
+        showResults(adoptGpuFrame(rb, this.last.t - this.last.t0), true);
+      }
+    } catch (e) {
+      say('warn', `Reading the last webcam frame back from the GPU failed: ${msg(e)}`);
+    } finally {
+      this.g = null;
+      this.restore();
+      setState('ready');
+    }
+  }
+
+  restore() {
+    dropGpuFrames();
   }
 }
 
@@ -242,6 +339,8 @@ async function main() {
   setSmoothing();
   const ov = params.get('overlap');  // ?overlap=0: webcam frames one after another, never prepared ahead (benchmarks)
   if (ov !== null) E.overlapAllowed = ov !== '0';
+  const gf = params.get('gpuframes');  // ?gpuframes=0: webcam frames read back and coloured on the CPU (benchmarks)
+  if (gf !== null) E.gpuFramesAllowed = gf !== '0';
   const r = params.get('runtime');
   if (MODES.includes(r)) ui.mode.value = r;
   else if (r) say('warn', `?runtime=${r}: expected ${MODES.slice(0, -1).join(', ')} or compare; using LiteRT.js.`);

@@ -3,6 +3,7 @@
 // models are `current` (by runtime id); one inference (or benchmark) at a time (`exclusive`).
 
 import { Refused, mb, msg, openCache, pathSource, verifiedBytes } from './files.js';
+import { GpuFrames } from './gpuframes.js';
 import { fileUrl, partnerOf, release, secondOutputOf, tjsPartnerOf } from './manifest.js';
 import { normaliseToNCHW, pixelsToNCHW, preprocessRGBA, resizeBicubicPIL } from './preprocess.js';
 import { RT, RUNTIMES } from './runtimes/index.js';
@@ -178,6 +179,7 @@ function ensureModel(rt, entry) {
 const retired = [];
 function retire(rt) {
   if (!current[rt]) return;
+  if (rt === 'litert') dropGpuFrames();
   retired.push(current[rt]);
   current[rt] = null;
   flushRetired();
@@ -410,6 +412,53 @@ export function canOverlap() {
   } catch {
     return false;
   }
+}
+
+/** Why webcam frames cannot stay on the GPU (gpuframes.js) for the mode's model, or null when they can: LiteRT.js
+ * alone, on WebGPU, one output, and a map the GPU colours as the page would (no smoothing: the EMA is on the CPU; no
+ * metric caption or -depth colouring). */
+export function gpuFramesBlocker() {
+  if (!E.gpuFramesAllowed) return 'turned off (?gpuframes=0)';
+  if (E.gpuFramesError) return `they failed here (${E.gpuFramesError})`;
+  if (mode() !== 'litert') return 'only for LiteRT.js alone (not in compare mode or with another runtime)';
+  const m = current.litert;
+  if (!m || m.backend !== 'webgpu' || !m.model.gpu) return 'the model does not run on WebGPU';
+  if (Array.isArray(m.entry.outputs) && m.entry.outputs.length > 1) return 'the file has a second output to show';
+  if (E.smoothing.on) return 'smoothing is on (it runs on the CPU)';
+  if (E.maxDepth !== null || E.largerIsFarther) return 'this release colours -depth (metric or larger = farther)';
+  return null;
+}
+
+let frames = null;            // {key, g: GpuFrames} for the LiteRT.js model that made it
+
+/** The GpuFrames of the current LiteRT.js model (made once per model); gpuFramesBlocker first. */
+export function gpuFramesFor() {
+  const m = current.litert;
+  if (frames && frames.key === m.key) return frames.g;
+  dropGpuFrames();
+  const [, , H, W] = m.entry.input.shape;
+  const { dtype } = m.entry.input;
+  const g = new GpuFrames(m.model.gpu.device(), { H, W, dtype,
+    bind: (buffer) => m.model.gpu.bind(buffer, [1, 3, H, W], dtype) });
+  frames = { key: m.key, g };
+  return g;
+}
+
+export function dropGpuFrames() {
+  if (frames) frames.g.destroy();
+  frames = null;
+}
+
+/** After GPU frames: the last frame read back once ({input, output}: GpuFrames.readBack) becomes the page's
+ * last inference, as runPrepared would have left it. -> the {out} that showResults draws. */
+export function adoptGpuFrame(rb, ms) {
+  const m = current.litert;
+  const [, , H, W] = m.entry.input.shape;
+  Object.assign(E, { lastInput: rb.input, lastOutput: rb.output, lastOutputShape: [1, H, W], lastLatencyMs: ms,
+    lastSecondOutput: null, lastSecondRole: null });
+  lastInputs = { float32: rb.input instanceof Float32Array ? rb.input : null,
+    uint8: rb.input instanceof Uint8Array ? rb.input : null };
+  return { out: { litert: { y: rb.output, H, W, ms, backend: m.backend, artifact: m.entry.path, second: null } } };
 }
 
 /** Which models a prepared frame was made for (a frame prepared ahead is dropped when the user switched). */

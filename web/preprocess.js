@@ -66,18 +66,15 @@ function clip8(ss) {
 /**
  * Pillow-exact BICUBIC resize of an RGB(A) uint8 image (alpha ignored, as PIL's RGBA -> RGB drops it).
  *
- * Pass order: Pillow 13 (the version edgedepth pins) runs the vertical pass first when the height shrinks and
- * 2 * (outW - inW) > outH - inH, else the horizontal pass first (measured on 1,000+ random size pairs; each pass
- * rounds to uint8, so the order changes results). The vectors in tests/vectors pin both orders.
+ * Pass order and rows: resamplePlan. The vectors in tests/vectors pin both orders.
  * @param {Uint8Array|Uint8ClampedArray} src pixels, `channels` bytes per pixel, row-major
  * @returns {Uint8Array} RGB, outH * outW * 3
  */
 export function resizeBicubicPIL(src, inW, inH, outW, outH, channels = 4) {
-  const needH = outW !== inW;
-  const needV = outH !== inH;
+  const passes = resamplePlan(inW, inH, outW, outH);
   let cur = src;      // the first pass reads the source in place, `channels` bytes a pixel (alpha skipped)
   let ch = channels;
-  if (!needH && !needV) {
+  if (!passes.length) {
     cur = new Uint8Array(inW * inH * 3);
     for (let i = 0, j = 0; i < inW * inH; i++, j += channels) {
       cur[i * 3] = src[j];
@@ -86,24 +83,38 @@ export function resizeBicubicPIL(src, inW, inH, outW, outH, channels = 4) {
     }
     return cur;
   }
+  for (const p of passes) {
+    cur = p.axis === 'h' ? horizontalPass(cur, p.inW, p.rows, p.outW, p, p.yFirst, ch)
+      : verticalPass(cur, p.w, p.outH, p, p.yFirst, ch);
+    ch = 3;
+  }
+  return cur;
+}
+
+/**
+ * The passes resizeBicubicPIL runs, in order (web/gpuframes.js runs the same plan in WGSL): [] = no resize;
+ * {axis: 'h', inW, rows, outW, yFirst, ksize, bounds, kk} reads rows yFirst.. of an inW-wide image and writes `rows`
+ * rows outW wide; {axis: 'v', w, outH, yFirst, ksize, bounds, kk} reads a w-wide image whose first row is source row
+ * yFirst and writes outH rows. Pillow 13 (the version edgedepth pins) runs the vertical pass first when the height
+ * shrinks and 2 * (outW - inW) > outH - inH, else the horizontal pass first (measured on 1,000+ random size pairs; each
+ * pass rounds to uint8, so the order changes results); the horizontal pass then covers only the rows the vertical pass
+ * reads (as Resample.c does; same values either way).
+ */
+export function resamplePlan(inW, inH, outW, outH) {
+  const needH = outW !== inW;
+  const needV = outH !== inH;
+  const h = (rows, yFirst) => ({ axis: 'h', inW, rows, outW, yFirst, ...precomputeCoeffs(inW, outW) });
+  const v = (w, yFirst, coeffs) => ({ axis: 'v', w, outH, yFirst, ...coeffs });
   if (needV && outH < inH && 2 * (outW - inW) > outH - inH) {      // vertical pass first
-    cur = verticalPass(cur, inW, outH, precomputeCoeffs(inH, outH), 0, ch);
-    return needH ? horizontalPass(cur, inW, outH, outW, precomputeCoeffs(inW, outW), 0, 3) : cur;
+    const first = v(inW, 0, precomputeCoeffs(inH, outH));
+    return needH ? [first, h(outH, 0)] : [first];
   }
-  if (needH) {
-    // Horizontal pass over only the rows the vertical pass will read (as Resample.c does; same values either way).
-    let vert = null;
-    let yFirst = 0;
-    let rows = inH;
-    if (needV) {
-      vert = precomputeCoeffs(inH, outH);
-      yFirst = vert.bounds[0];
-      rows = vert.bounds[outH * 2 - 2] + vert.bounds[outH * 2 - 1] - yFirst;
-    }
-    cur = horizontalPass(cur, inW, rows, outW, precomputeCoeffs(inW, outW), yFirst, ch);
-    return vert ? verticalPass(cur, outW, outH, vert, yFirst, 3) : cur;
-  }
-  return verticalPass(cur, inW, outH, precomputeCoeffs(inH, outH), 0, ch);
+  if (!needH) return needV ? [v(inW, 0, precomputeCoeffs(inH, outH))] : [];
+  if (!needV) return [h(inH, 0)];
+  const vert = precomputeCoeffs(inH, outH);
+  const yFirst = vert.bounds[0];
+  const rows = vert.bounds[outH * 2 - 2] + vert.bounds[outH * 2 - 1] - yFirst;
+  return [h(rows, yFirst), v(outW, yFirst, vert)];
 }
 
 /** One Resample.c pass along rows: `ch` bytes per input pixel (3 or 4), RGB out (the output's rows start at yFirst). */

@@ -64,9 +64,13 @@ export const E = {
   manifest: null,
   webcam: null,               // null | 'running' | 'stopped' | message when unavailable
   video: null,                // while/after the webcam runs: {fps, frames, backend, overlap, prevShown, frameTimes,
-                              //   preprocessMs}; prevShown = the normalised map shown before the last frame (what
-                              //   smoothing blended with); frameTimes = performance.now() of each frame shown
+                              //   preprocessMs, gpuFrames, gpuReason, lastFrame}; prevShown = the normalised map shown
+                              //   before the last frame (what smoothing blended with); frameTimes = performance.now()
+                              //   of each frame shown; gpuFrames: frames stay on the GPU (else gpuReason says why not);
+                              //   lastFrame = {rgba, width, height, colours} of the last GPU frame, read back at stop
   overlapAllowed: true,       // webcam on WebGPU: preprocess frame N+1 while the GPU runs frame N (?overlap=0: off)
+  gpuFramesAllowed: true,     // webcam, LiteRT.js on WebGPU: frames stay on the GPU (gpuframes.js; ?gpuframes=0: off)
+  gpuFramesError: null,       // why GPU frames failed on this page (then every frame is read back), or null
   smoothing: { on: false, alpha: 0.3 },   // webcam only: EMA of the normalised map, alpha = weight of the new frame
   shownMap: null,             // Float32Array [H*W]: the normalised (and, on video, smoothed) map drawn in #depth
   maxDepth: null,             // metres, for a metric release (manifest.model.kind 'metric'); null: relative depth
@@ -312,7 +316,8 @@ export function showVideo() {
   E.video.backend = ui.backendOut.textContent;
   const fps = E.video.fps === null ? '— frames/s (one frame so far)' : `${E.video.fps.toFixed(1)} frames/s`;
   const sm = E.smoothing.on ? `smoothing on (new-frame weight ${E.smoothing.alpha.toFixed(2)})` : 'smoothing off';
-  const ov = E.video.overlap ? ' · next frame preprocessed while the GPU runs' : '';
+  const ov = E.video.gpuFrames ? ' · frames on the GPU (preprocessed, run and coloured in WebGPU; only the colours ' +
+    'come back)' : E.video.overlap ? ' · next frame preprocessed while the GPU runs' : '';
   ui.videoOut.textContent = `${fps} · ${E.video.frames} frames · ${E.video.backend} · ${sm}${ov}`;
 }
 

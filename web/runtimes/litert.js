@@ -2,7 +2,9 @@
 // WebGPU or wasm. Every file of web/runtimes/ exports the same shape as its default (web/README.md, "Module layout"):
 //   {id, name, formats, accepts?(entry, manifest), label?(entry), webgpuLabel?, start(threads, warn) -> info,
 //    webgpu(bytes, entry, gpu) -> {model, label?, note?} | {reason}, wasm(bytes, entry) -> model}
-// where a model is {run(tensor, H, W, parts?) -> Float32Array [H*W], dispose()}. The backend choice and fallback rules
+// where a model is {run(tensor, H, W, parts?) -> Float32Array [H*W], dispose(), gpu?} and gpu (a WebGPU model whose
+// tensors can stay on the GPU; gpuframes.js) is {device() -> GPUDevice, bind(GPUBuffer, shape, dtype) -> {run() ->
+// {buffer: GPUBuffer of output 0, release()}, release()}}. The backend choice and fallback rules
 // are model.js's. LiteRT.js starts with the page (its thread count is the other runtimes'); its wasm and package.json
 // come from /vendor/ (never a CDN).
 
@@ -62,9 +64,12 @@ async function start(_threads, warn = () => {}) {
   return { litertjs: version, threads: threads ? n : 1, crossOriginIsolated: isolated };
 }
 
-/** A compiled model: input tensor + run + output read-back; `parts` ({write, run, read} ms) filled in when given. */
-function wrap(model) {
+/** A compiled model: input tensor + run + output read-back; `parts` ({write, run, read} ms) filled in when given.
+ * On WebGPU also `gpu`: the model on an input that is already a GPU buffer, its first output left on the GPU. */
+function wrap(model, onGpu = false) {
   return {
+    gpu: onGpu ? { device: () => litert.getWebGpuDevice(), bind: (buffer, shape, dtype) => bindGpu(model, buffer, shape, dtype) }
+      : null,
     async run(tensor, H, W, parts = null) {
       const t0 = performance.now();
       const input = new litert.Tensor(tensor, [1, 3, H, W]);
@@ -93,13 +98,31 @@ function wrap(model) {
   };
 }
 
+/** `model` on a GPU input buffer (a Tensor made once): run() -> its first output's GPU buffer, nothing read back. */
+function bindGpu(model, buffer, shape, dtype) {
+  const input = new litert.Tensor(buffer, shape, dtype);
+  return {
+    async run() {
+      const outputs = await model.run(input);
+      for (const t of outputs.slice(1)) t.delete();
+      const out = outputs[0];
+      if (out.accelerator !== 'webgpu') {
+        out.delete();
+        throw new Error(`LiteRT.js returned the output on ${out.accelerator}, not on the GPU`);
+      }
+      return { buffer: out.toGpuBuffer(), release: () => out.delete() };
+    },
+    release: () => input.delete(),
+  };
+}
+
 /** LiteRT.js on WebGPU: {model} when fully delegated, else {reason}. */
 async function webgpu(bytes, entry, gpu) {
   if (!litert.getWebGpuDevice()) return { reason: `LiteRT.js could not create a WebGPU device on ${gpu.name}` };
   const seq = consoleSeq;
   try {
     const m = await litert.getGlobalLiteRt().loadAndCompile(bytes, { accelerator: 'webgpu', gpuOptions: { precision: 'fp32' } });
-    if (m.options.accelerator === 'webgpu' && m.isFullyAccelerated) return { model: wrap(m) };
+    if (m.options.accelerator === 'webgpu' && m.isFullyAccelerated) return { model: wrap(m, true) };
     const split = m.options.accelerator === 'webgpu';
     m.delete();
     return {
