@@ -74,12 +74,11 @@ def _variants(manifest: dict, backend: str = "wasm", paths: str = "") -> list[di
 
 
 def _webgpu_variants(out: list[dict]) -> list[dict]:
-    """WebGPU: the same files with the page's GPU frames off ('+readback': every frame read back, next one preprocessed
-    while the GPU runs; LiteRT.js only, the one runtime with GPU frames) and with that pipelining off too
-    ('+no-overlap')."""
+    """WebGPU: the same files with frames computed on the GPU ('+gpu-frames', ?gpuframes=1: LiteRT.js only, the one
+    runtime with GPU frames) and with the read-back path's pipelining off ('+no-overlap')."""
     plain = [v for v in out if not v["smooth"]]
-    return ([dict(v, key=f"{v['key']}+readback", gpu_frames=False) for v in plain if v["runtime"] == "litert"]
-            + [dict(v, key=f"{v['key']}+no-overlap", overlap=False, gpu_frames=False) for v in plain])
+    return ([dict(v, key=f"{v['key']}+gpu-frames", gpu_frames=True) for v in plain if v["runtime"] == "litert"]
+            + [dict(v, key=f"{v['key']}+no-overlap", overlap=False) for v in plain])
 
 
 def main(argv=None) -> int:
@@ -121,7 +120,7 @@ def main(argv=None) -> int:
                 q = f"?runtime={v['runtime']}&backend={a.backend}&artifact={v['entry']['path']}"
                 page.goto(base + q + (f"&smooth={v['smooth']}" if v["smooth"] else "")
                           + ("&overlap=0" if v.get("overlap") is False else "")
-                          + ("&gpuframes=0" if v.get("gpu_frames") is False else ""))
+                          + ("&gpuframes=1" if v.get("gpu_frames") else ""))
                 wait_in_page(page, "window.edgedepth && edgedepth.state !== 'starting'", 120)
                 page.evaluate("edgedepth.load()")
                 wait_in_page(page, "edgedepth.state === 'ready' || edgedepth.state === 'error'", per_frame_s)
@@ -184,10 +183,10 @@ def main(argv=None) -> int:
                    "interval (page timestamps when a frame is drawn); model = input tensor + run + read-back; other = "
                    "frame interval - model - preprocessing (grab, normalise/colour/draw, EMA, waiting for a frame); where the "
                    "next frame is prepared while the GPU runs (WebGPU; '+no-overlap' rows: the same file without it) "
-                   "its preprocessing overlaps the model, so other is negative by up to that much; GPU frames "
-                   "(LiteRT.js on WebGPU by default; '+readback' rows: the same file with them off): model = frame queued "
-                   "-> its colours back (GPU preprocessing + model + colouring + read-back of the colours, two frames in "
-                   "flight), preprocessing = this thread's time to queue it"),
+                   "its preprocessing overlaps the model, so other is negative by up to that much; '+gpu-frames' rows "
+                   "(frames computed on the GPU, web/gpuframes.js): model = frame queued -> its colours back (GPU "
+                   "preprocessing + model + colouring + read-back of the colours, two frames in flight), preprocessing "
+                   "= this thread's time to queue it"),
         "date": datetime.date.today().isoformat(), "cpu": env.get("cpu"), "cores": os.cpu_count(),
         "release": os.path.relpath(os.path.abspath(a.folder), ROOT),
         "checkpoint": (m.get("provenance") or {}).get("checkpoint"),

@@ -339,8 +339,9 @@ async function main() {
   setSmoothing();
   const ov = params.get('overlap');  // ?overlap=0: webcam frames one after another, never prepared ahead (benchmarks)
   if (ov !== null) E.overlapAllowed = ov !== '0';
-  const gf = params.get('gpuframes');  // ?gpuframes=0: webcam frames read back and coloured on the CPU (benchmarks)
-  if (gf !== null) E.gpuFramesAllowed = gf !== '0';
+  // ?gpuframes=1: webcam frames computed on the GPU (gpuframes.js). Opt-in until measured on a real GPU: on SwiftShader
+  // its passes run on the CPU and a 56x70 frame took 3x the read-back path (web/README.md).
+  E.gpuFramesAllowed = params.get('gpuframes') === '1';
   const r = params.get('runtime');
   if (MODES.includes(r)) ui.mode.value = r;
   else if (r) say('warn', `?runtime=${r}: expected ${MODES.slice(0, -1).join(', ')} or compare; using LiteRT.js.`);

@@ -418,7 +418,7 @@ export function canOverlap() {
  * alone, on WebGPU, one output, and a map the GPU colours as the page would (no smoothing: the EMA is on the CPU; no
  * metric caption or -depth colouring). */
 export function gpuFramesBlocker() {
-  if (!E.gpuFramesAllowed) return 'turned off (?gpuframes=0)';
+  if (!E.gpuFramesAllowed) return 'not asked for (?gpuframes=1)';
   if (E.gpuFramesError) return `they failed here (${E.gpuFramesError})`;
   if (mode() !== 'litert') return 'only for LiteRT.js alone (not in compare mode or with another runtime)';
   const m = current.litert;
