@@ -340,7 +340,7 @@ async function main() {
   const ov = params.get('overlap');  // ?overlap=0: webcam frames one after another, never prepared ahead (benchmarks)
   if (ov !== null) E.overlapAllowed = ov !== '0';
   // ?gpuframes=1: webcam frames computed on the GPU (gpuframes.js). Opt-in until measured on a real GPU: on SwiftShader
-  // its passes run on the CPU and a 56x70 frame took 3x the read-back path (web/README.md).
+  // its passes run on the CPU and it gave half the read-back path's frames per second (web/README.md).
   E.gpuFramesAllowed = params.get('gpuframes') === '1';
   const r = params.get('runtime');
   if (MODES.includes(r)) ui.mode.value = r;
