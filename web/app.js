@@ -7,7 +7,8 @@ import { colorizeDepth, colorizeUnit } from './colormap.js';
 import { msg } from './files.js';
 import { load, release, withSlash } from './manifest.js';
 import { adoptGpuFrame, anyModel, benchmark, canOverlap, current, detectWebGPU, dropGpuFrames, ensureModels, exclusive,
-  gpuFramesBlocker, gpuFramesFor, infer, isBusy, prepare, prepKey, runPrepared, startBase, warmRuntimes } from './model.js';
+  gpuFramesBlocker, gpuFramesFor, infer, isBusy, prepare, prepKey, runPrepared, startBase,
+  warmRuntimes } from './model.js';
 import { decodeImage, preprocessRGBA } from './preprocess.js';
 import { RUNTIMES } from './runtimes/index.js';
 import { applyMode, checkMode, drawPhoto, E, fillArtifacts, primary, resetShown, say, setSmoothing, setState,
@@ -178,14 +179,15 @@ async function startWebcam() {
 
 /** The webcam loop's GPU path (gpuframes.js): each step grabs the current video frame into a canvas (GPU-backed: no
  * willReadFrequently), queues it, and waits for the frame before it (at most two in flight), whose colours it then
- * draws; a frame counts when its colours are drawn. leave() waits for the rest and reads the last frame back once: the page then holds
- * that frame's input, output and map, as after a photo. A failure is said once and the loop reads frames back. */
+ * draws; a frame counts when its colours are drawn. leave() waits for the rest and reads the last frame back once:
+ * the page then holds that frame's input, output and map, as after a photo. A failure is said once and the loop
+ * reads frames back from then on. */
 class GpuWebcam {
   constructor(meter) {
     this.meter = meter;
     this.grabs = [0, 1].map(() => document.createElement('canvas'));
     this.slot = 0;
-    this.inflight = [];     // promises of {t, t0, queueMs, canvas, w, h}, oldest first
+    this.inflight = [];     // promises of {t, t0, queueMs, canvas, w, h, rgba, H, W} (or null), oldest first
     this.g = null;
   }
 
@@ -204,7 +206,10 @@ class GpuWebcam {
         const t0 = performance.now();
         const { done } = await g.frame(canvas, w, h);
         const queueMs = performance.now() - t0;
-        this.inflight.push(done.then((rgba) => ({ t: performance.now(), t0, queueMs, canvas, w, h, rgba })));
+        // a frame whose GpuFrames was dropped meanwhile (another model) never comes back: null, skipped
+        const { H, W } = g;
+        this.inflight.push(done.then((rgba) => ({ t: performance.now(), t0, queueMs, canvas, w, h, rgba, H, W }),
+          () => null));
         if (this.inflight.length >= 2) this.finish(await this.inflight.shift());
       });
     } catch (e) {
@@ -217,11 +222,11 @@ class GpuWebcam {
   }
 
   finish(f) {
+    if (!f) return;
     drawPhoto(f.canvas, f.w, f.h);
-    const [H, W] = [this.g.H, this.g.W];
-    Object.assign(ui.depth, { width: W, height: H });
+    Object.assign(ui.depth, { width: f.W, height: f.H });
     ui.depth.style.aspectRatio = `${f.w} / ${f.h}`;
-    ui.depth.getContext('2d').putImageData(new ImageData(f.rgba, W, H), 0, 0);
+    ui.depth.getContext('2d').putImageData(new ImageData(f.rgba, f.W, f.H), 0, 0);
     E.video.fps = this.meter.tick(f.t);
     E.video.frames = this.meter.frames;
     E.video.overlap = false;

@@ -158,6 +158,7 @@ export class GpuFrames {
     this.lut = this.upload(normaliseTable(), GPUBufferUsage.STORAGE);
     this.packDims = this.upload(new Uint32Array([plane, 3 * plane, 0, 0]), GPUBufferUsage.UNIFORM);
     this.mapDims = this.upload(new Uint32Array([W, H, W, 0]), GPUBufferUsage.UNIFORM);
+    this.mapCount = this.upload(new Uint32Array([plane, 0, 0, 0]), GPUBufferUsage.UNIFORM);
     this.model = bind(this.input);
     // staging buffers the colours come back through: one per frame in flight, plus the one being drawn
     this.staging = [0, 1, 2].map(() => d.createBuffer({ size: 4 * plane,
@@ -185,7 +186,11 @@ export class GpuFrames {
     const texture = d.createTexture({ size: [w, h], format: 'rgba8unorm',
       usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST | GPUTextureUsage.RENDER_ATTACHMENT });
     const owned = [texture];
-    const buffer = (size) => { const b = d.createBuffer({ size: Math.max(16, size), usage: storage }); owned.push(b); return b; };
+    const buffer = (size) => {
+      const b = d.createBuffer({ size: Math.max(16, size), usage: storage });
+      owned.push(b);
+      return b;
+    };
     const frameRGB = buffer(12 * w * h);
     const steps = [[this.pipes.UNPACK, [texture.createView(), frameRGB, this.own(owned, new Uint32Array([w, h, 0, 0]))],
       w * h]];
@@ -244,22 +249,21 @@ export class GpuFrames {
     for (const [pipe, group, n] of s.steps) this.dispatch(pass, pipe, group, n);
     pass.end();
     d.queue.submit([enc.finish()]);
-    if (check) await this.checked_(d, 'preprocessing');
+    if (check) await this.popScope('preprocessing');
     const out = await this.model.run();
     if (this.last) this.last.release();     // the previous frame's output (its passes are already queued)
     this.last = out;
     if (check) d.pushErrorScope('validation');
     enc = d.createCommandEncoder();
     pass = enc.beginComputePass();
-    const n = new Uint32Array([this.H * this.W, 0, 0, 0]);
-    this.dispatchMap(pass, out.buffer, n);
+    this.dispatchMap(pass, out.buffer);
     pass.end();
     const staging = this.staging[this.next];
     this.next = (this.next + 1) % this.staging.length;
     enc.copyBufferToBuffer(this.rgba, 0, staging, 0, staging.size);
     d.queue.submit([enc.finish()]);
     if (check) {
-      await this.checked_(d, 'colouring');
+      await this.popScope('colouring');
       this.checked = true;
     }
     return { done: staging.mapAsync(GPUMapMode.READ).then(() => {
@@ -269,16 +273,16 @@ export class GpuFrames {
     }) };
   }
 
-  async checked_(d, what) {
-    const err = await d.popErrorScope();
+  async popScope(what) {
+    const err = await this.device.popErrorScope();
     if (err) throw new Error(`WebGPU validation error in the ${what} passes: ${err.message}`);
   }
 
-  dispatchMap(pass, output, n) {
+  /** min/max, then colours, of the model's output buffer (bind groups made again only when LiteRT hands a new one). */
+  dispatchMap(pass, output) {
     if (!this.mapGroups || this.mapGroups.output !== output) {
-      const count = this.mapCount || (this.mapCount = this.upload(n, GPUBufferUsage.UNIFORM));
       this.mapGroups = { output,
-        minmax: this.bindGroup(this.pipes.MINMAX, [output, this.range, count]),
+        minmax: this.bindGroup(this.pipes.MINMAX, [output, this.range, this.mapCount]),
         colour: this.bindGroup(this.pipes.COLOUR, [output, this.range, this.inferno, this.rgba, this.mapDims]) };
     }
     pass.setPipeline(this.pipes.MINMAX);
@@ -293,16 +297,19 @@ export class GpuFrames {
     if (!this.last) return null;
     const plane = this.H * this.W;
     const [input, output] = await Promise.all([
-      this.read(this.input, 0, this.dtype === 'uint8' ? 3 * plane : 12 * plane),
-      this.read(this.last.buffer, 0, 4 * plane)]);
-    return { input: this.dtype === 'uint8' ? input : new Float32Array(input.buffer), output: new Float32Array(output.buffer) };
+      this.read(this.input, this.dtype === 'uint8' ? 3 * plane : 12 * plane),
+      this.read(this.last.buffer, 4 * plane)]);
+    return { input: this.dtype === 'uint8' ? input : new Float32Array(input.buffer),
+      output: new Float32Array(output.buffer) };
   }
 
-  async read(buffer, offset, size) {
+  /** The first `size` bytes of `buffer`. */
+  async read(buffer, size) {
     const padded = (size + 3) & ~3;
-    const staging = this.device.createBuffer({ size: padded, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const usage = GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST;
+    const staging = this.device.createBuffer({ size: padded, usage });
     const enc = this.device.createCommandEncoder();
-    enc.copyBufferToBuffer(buffer, offset, staging, 0, padded);
+    enc.copyBufferToBuffer(buffer, 0, staging, 0, padded);
     this.device.queue.submit([enc.finish()]);
     await staging.mapAsync(GPUMapMode.READ);
     const bytes = new Uint8Array(staging.getMappedRange().slice(0, size));
@@ -316,6 +323,6 @@ export class GpuFrames {
     this.last = null;
     this.model.release();
     for (const b of [this.input, this.rgb, this.range, this.rgba, this.inferno, this.lut, this.packDims, this.mapDims,
-      this.mapCount, ...this.staging]) if (b) b.destroy();
+      this.mapCount, ...this.staging]) b.destroy();
   }
 }

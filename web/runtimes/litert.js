@@ -68,8 +68,8 @@ async function start(_threads, warn = () => {}) {
  * On WebGPU also `gpu`: the model on an input that is already a GPU buffer, its first output left on the GPU. */
 function wrap(model, onGpu = false) {
   return {
-    gpu: onGpu ? { device: () => litert.getWebGpuDevice(), bind: (buffer, shape, dtype) => bindGpu(model, buffer, shape, dtype) }
-      : null,
+    gpu: onGpu ? { device: () => litert.getWebGpuDevice(),
+      bind: (buffer, shape, dtype) => bindGpu(model, buffer, shape, dtype) } : null,
     async run(tensor, H, W, parts = null) {
       const t0 = performance.now();
       const input = new litert.Tensor(tensor, [1, 3, H, W]);
