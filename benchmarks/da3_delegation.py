@@ -16,7 +16,9 @@ seeded input.  The GPU is whatever Vulkan driver ``edgedepth.runtimes.vulkan`` s
 Mono-/Metric-Large's structure (no RoPE, plain DPT head): ``--model synthetic-da3-tiny-mono --out
 benchmarks/results/da3_delegation_dpt.json``; at full size (ViT-L, ~1.3 GB files; the GPU check on SwiftShader takes
 long): ``--model synthetic-da3-mono-large --sizes 378x504 --rewrite-sets none,default --out
-benchmarks/results/da3_delegation_mono_large.json``.
+benchmarks/results/da3_delegation_mono_large.json``. V2 Large (the same 3x3 convolutions over 1024 channels), before and
+after ``split_wide_conv``: ``--model synthetic-large --sizes 518x686 --rewrite-sets
+default_without_split_wide_conv,default --out benchmarks/results/delegation_v2_large.json``.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ PACKAGES = ("torch", "litert-torch", "ai-edge-litert", "depth-anything-3", "nump
 def rewrite_sets(model) -> dict[str, list[str]]:
     from edgedepth.rewrites import default_names
 
+    default = default_names(model)
     return {"none": [], "static_rope_only": ["da3_static_rope"], "previous_default": PREVIOUS,
-            "default": default_names(model)}
+            "default_without_split_wide_conv": [n for n in default if n != "split_wide_conv"], "default": default}
 
 
 def measure(ckpt, h: int, w: int, label: str, names: list[str], x: np.ndarray, torch_out: np.ndarray,
@@ -93,7 +96,8 @@ def main() -> None:
     ap.add_argument("--small", action="store_true",
                     help="also synthetic-da3-small at 518x518 (none, previous default, default)")
     ap.add_argument("--rewrite-sets", default=None,
-                    help="comma-separated subset of none, static_rope_only, previous_default, default (for --model)")
+                    help="comma-separated subset of none, static_rope_only, previous_default, "
+                         "default_without_split_wide_conv, default (for --model)")
     ap.add_argument("--out", default=RESULT)
     args = ap.parse_args()
 

@@ -17,7 +17,8 @@ Method: ``synthetic`` checkpoint (SHA-256 of the DepthModule's state dict record
 6ed8f296... under the ``model.`` prefix), DepthModule, input = one photo of the default image set
 preprocessed to each size.  Variants: eager FP32 (TF32 off), eager TF32, eager FP16 autocast, and
 ``torch.compile(mode="reduce-overhead", dynamic=False)`` (CUDA graphs) under FP16 autocast (one compile per size), the
-same with SDPA held to the flash kernel (``-flash``).
+same with SDPA held to the flash kernel inside the compiled function (``-flash``), and a ``.half()`` copy of the model
+on a float16 input, compiled the same way, without and with flash (``compile-cudagraphs-half``, ``-half-flash``).
 Per size: every variant runs W warm-ups then N timed calls per round, R rounds, order rotated per round.  A timed call =
 forward on a device-resident input, bracketed by CUDA events and synchronised (compile, H2D/D2H excluded; the host copy
 of input + output is timed once separately as ``host_io_ms``).  Each variant's output is compared (rel-L2) with a
@@ -27,7 +28,6 @@ float64 CPU run of the same model on the same input.  A variant that fails is re
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import json
 import os
@@ -44,7 +44,7 @@ from edgedepth.preprocess import parse_size, preprocess  # noqa: E402
 from edgedepth.verify.bench import environment, summarise  # noqa: E402
 
 VARIANTS = ("eager-fp32", "eager-tf32", "eager-fp16-autocast", "compile-cudagraphs-fp16",
-            "compile-cudagraphs-fp16-flash")
+            "compile-cudagraphs-fp16-flash", "compile-cudagraphs-half", "compile-cudagraphs-half-flash")
 # "-flash": SDPA held to the flash kernel (torch.nn.attention.sdpa_kernel).  The 2026-12-05 H100 profile of the plain
 # compiled row (results/gpu_limit_probe.json) spent 61 % of the call in FP32 attention: PyTorch's math SDPA, upcast.
 # Diagnosis arms (issue 30: the published CUDA-graph row was ~3x a separate script's wall clock), at --diag-size only:
@@ -58,25 +58,33 @@ def set_tf32(on: bool) -> None:
 
 
 def make_variant(name: str, module, device: str):
-    """-> (tf32 flag, zero-arg callable on the input bound later).  Compilation happens lazily on first call."""
+    """-> (tf32 flag, zero-arg callable on the input bound later).  Compilation happens lazily on first call.
+
+    ``-half``: a ``.half()`` copy of the model on a float16 input (no autocast; output cast back to float32).
+    ``-flash``: SDPA held to the flash kernel INSIDE the compiled function (its own code object, so its own dynamo
+    cache entry: the 2026-12-06 H100 run held it outside, and the arm reused the plain compiled graph, 6 ms "compile")."""
     fp16 = "fp16" in name
-    graphs = name.startswith("compile-cudagraphs")
-    fn = (torch.compile(module, mode="reduce-overhead" if graphs else "default", dynamic=False)
-          if name.startswith("compile") else module)
-    graphs = graphs and device == "cuda"
-    grad_off = torch.no_grad if name.endswith("-nograd") else torch.inference_mode
+    half = "-half" in name
+    if half:
+        module = copy.deepcopy(module).half()
+    target = module
     if name.endswith("-flash"):
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
-        attention = lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)  # noqa: E731
-    else:
-        attention = contextlib.nullcontext
+        def target(x, _m=module):
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                return _m(x)
+    graphs = name.startswith("compile-cudagraphs")
+    fn = (torch.compile(target, mode="reduce-overhead" if graphs else "default", dynamic=False)
+          if name.startswith("compile") else target)
+    graphs = graphs and device == "cuda"
+    grad_off = torch.no_grad if name.endswith("-nograd") else torch.inference_mode
 
     def call(x):
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        with grad_off(), torch.autocast(device, dtype=torch.float16, enabled=fp16), attention():
-            return fn(x)
+        with grad_off(), torch.autocast(device, dtype=torch.float16, enabled=fp16):
+            return fn(x.half()).float() if half else fn(x)
     return name == "eager-tf32", call
 
 

@@ -84,7 +84,28 @@ def section_gpu_limit(L) -> None:
                      f"{v['events_over_wall']:.3f} | {so.get('median_ms', 0):.2f} / {so.get('wall_median_ms', 0):.2f} "
                      f"| {v.get('throughput_ms', 0):.2f} |")
     probe_lines(L, load("gpu_limit_probe.json"))
+    repeat_lines(L, load("gpu_reference_h100.json"))
     L.append("")
+
+
+def repeat_lines(L, r: dict | None) -> None:
+    """The 2026-12-06 repeat on an H100 (results/gpu_reference_h100.json): both timers again, and why its -flash arm
+    says nothing (it replayed the plain compiled graph)."""
+    if not r:
+        return
+    e, v = r["environment"], r["sizes"]["518x686"]["variants"]
+    row = lambda n: f"{v[n]['median_ms']:.2f} / {v[n]['wall_median_ms']:.2f} ms"  # noqa: E731
+    flash = v.get("compile-cudagraphs-fp16-flash", {})
+    L += ["", f"Repeat on another loan (`benchmarks/gpu_reference.py`, {e['date']}, {e['gpu']}, driver {e['driver']}, "
+          f"torch {e['versions']['torch']}; same method; the card differs from the table above, so no ratio is taken "
+          f"across them), 518×686, CUDA events / wall clock: eager FP32 {row('eager-fp32')}, eager FP16 autocast "
+          f"{row('eager-fp16-autocast')}, compiled FP16 with CUDA graphs {row('compile-cudagraphs-fp16')} (events ÷ "
+          f"wall {v['compile-cudagraphs-fp16']['events_over_wall']:.3f}), its `-flash` arm "
+          f"{row('compile-cudagraphs-fp16-flash')}. That arm's first call took {flash['first_call_s'] * 1e3:.0f} ms: no "
+          "compile, so it replayed the plain arm's graph (the SDPA backend was held outside the compiled function, "
+          "and dynamo does not guard on it) and measured nothing new; the FP32-attention question stays open. The "
+          "script now holds flash inside the compiled function (its own cache entry) and adds `.half()` arms "
+          "(`compile-cudagraphs-half`, `-half-flash`) for the next device call."]
 
 
 def _fp32_attention_ms(kernels: list) -> tuple[float, int]:
