@@ -62,7 +62,7 @@ def make_variant(name: str, module, device: str):
 
     ``-half``: a ``.half()`` copy of the model on a float16 input (no autocast; output cast back to float32).
     ``-flash``: SDPA held to the flash kernel INSIDE the compiled function (its own code object, so its own dynamo
-    cache entry: the 2026-12-06 H100 run held it outside, and the arm reused the plain compiled graph, 6 ms "compile")."""
+    cache entry: a 2026-12-06 H100 run held it outside, and the arm replayed the plain compiled graph)."""
     fp16 = "fp16" in name
     half = "-half" in name
     if half:
@@ -174,7 +174,9 @@ def run_size(size, x_np, module, ref_module, device, names, a) -> dict:
             out["variants"][n] = {"first_call_s": setup_s, **rel_l2(y, ref)}
             live[n] = (tf32, call)
         except Exception as e:   # noqa: BLE001 - a failing variant is a result
-            out["variants"][n] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]}
+            text = " ".join(str(e).split())     # the whole message: dynamo puts the cause after the first line
+            out["variants"][n] = {"error": f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"[:200],
+                                  "error_detail": text[:1500]}
             traceback.print_exc()
         print(size, n, out["variants"][n], flush=True)
     for n, (tf32, call) in live.items():      # solo, before any interleaving: each variant alone, both timers

@@ -108,6 +108,28 @@ def section_family(L):
                 f"{g['validation_errors']} WebGPU validation errors" for p, g in v.items()) +
                 f" (first: \"{next(iter(v.values()))['validation_error']}\"): the output is not usable on that "
                 "adapter.", ""]
+    split_wide_conv_lines(L)
+
+
+def split_wide_conv_lines(L) -> None:
+    """V2 Large before / after ``split_wide_conv`` (results/delegation_v2_large.json, benchmarks/da3_delegation.py)."""
+    r = load("delegation_v2_large.json")
+    if not r:
+        return
+    runs = {x["rewrites"]: x for x in r["runs"]}
+    a, b = runs.get("default_without_split_wide_conv"), runs.get("default")
+    if not (a and b):
+        return
+
+    def gpu(x: dict) -> str:
+        g = x["gpu"]
+        if g.get("validation_errors") is not None or g.get("fully_delegated"):
+            return f"{g.get('validation_errors') or 0} WebGPU validation errors"
+        return f"no answer from SwiftShader ({g.get('error')})"
+    L += [f"`split_wide_conv` on `synthetic-large` 518×686 (`{r['command']}`, {r['date']}, {r['machine']['cpu']}): "
+          f"{a['ops']} → {b['ops']} ops, LiteRT CPU vs PyTorch FP32 rel-L2 {a['rel_l2']['cpu_vs_torch']:.1e} → "
+          f"{b['rel_l2']['cpu_vs_torch']:.1e}; GPU accelerator: before, {gpu(a)}; after, {gpu(b)}. The files in the "
+          "table above predate the rewrite.", ""]
 
 
 def summary_lines() -> list[str]:
