@@ -217,7 +217,7 @@ class GpuWebcam {
       say('warn', `Webcam frames on the GPU failed (${E.gpuFramesError}); reading every frame back instead.`);
       this.inflight = [];
       this.g = null;
-      this.restore();
+      dropGpuFrames();
     }
   }
 
@@ -259,13 +259,9 @@ class GpuWebcam {
       say('warn', `Reading the last webcam frame back from the GPU failed: ${msg(e)}`);
     } finally {
       this.g = null;
-      this.restore();
+      dropGpuFrames();
       setState('ready');
     }
-  }
-
-  restore() {
-    dropGpuFrames();
   }
 }
 

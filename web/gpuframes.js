@@ -107,7 +107,7 @@ var<workgroup> hi: array<f32, 256>;
 }`;
 
 // colormap.js colorizeDepth: unit = (d - lo) / (hi - lo) (0 for a constant map), index = floor(unit * 256) clipped to
-// 0..255, inferno, as RGBA bytes (dims.z pixels a row). WGSL's division may be 2.5 ULP
+// 0..255, inferno, as RGBA bytes (dims = W, H). WGSL's division may be 2.5 ULP
 // off where JavaScript's is exact, so an index may differ by one where unit * 256 is that close to an integer.
 const COLOUR = `${INDEX}
 @group(0) @binding(0) var<storage, read> d: array<f32>;
@@ -121,7 +121,7 @@ const COLOUR = `${INDEX}
   let range = r[1] - r[0];
   var unit = 0.0;
   if (range > 0.0) { unit = (d[i] - r[0]) / range; }
-  out[(i / dims.x) * dims.z + i % dims.x] = lut[u32(clamp(floor(unit * 256.0), 0.0, 255.0))];
+  out[i] = lut[u32(clamp(floor(unit * 256.0), 0.0, 255.0))];
 }`;
 
 const INFERNO_RGBA = new Uint32Array(256).map((_, k) =>
@@ -157,7 +157,7 @@ export class GpuFrames {
     this.inferno = this.upload(INFERNO_RGBA, GPUBufferUsage.STORAGE);
     this.lut = this.upload(normaliseTable(), GPUBufferUsage.STORAGE);
     this.packDims = this.upload(new Uint32Array([plane, 3 * plane, 0, 0]), GPUBufferUsage.UNIFORM);
-    this.mapDims = this.upload(new Uint32Array([W, H, W, 0]), GPUBufferUsage.UNIFORM);
+    this.mapDims = this.upload(new Uint32Array([W, H, 0, 0]), GPUBufferUsage.UNIFORM);
     this.mapCount = this.upload(new Uint32Array([plane, 0, 0, 0]), GPUBufferUsage.UNIFORM);
     this.model = bind(this.input);
     // staging buffers the colours come back through: one per frame in flight, plus the one being drawn
