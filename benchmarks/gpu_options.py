@@ -212,7 +212,10 @@ def compare(a) -> None:
     """The WebGPU file: chosen flags vs none, both precisions, interleaved (for the same call as gpu_reference.py)."""
     from edgedepth.verify.bench import environment
 
-    chosen = json.load(open(os.path.join(WORK, "gpu_options.json")))["choice"]
+    # this machine's own choice when `run` went before on it, else the committed one (results/gpu_options.json)
+    here = os.path.join(WORK, "gpu_options.json")
+    chosen = json.load(open(here if os.path.exists(here) else os.path.join(ROOT, "benchmarks", "results",
+                                                                           "gpu_options.json")))["choice"]
     files = materialise()
     webgpu = {k: v for k, v in files.items() if k.startswith("webgpu")}
     sets = {"none": (), chosen["chosen"]: tuple(chosen["flags"])}

@@ -1,11 +1,13 @@
-"""The device's own limit: the same synthetic model in PyTorch CUDA on the lent H200, next to LiteRT's GPU numbers.
+"""The device's own limit: the same synthetic model in PyTorch CUDA on the lent GPU, next to LiteRT's GPU numbers.
 
-Runs ON the device machine (Python 3.12, torch 2.11+cu130 there).  What travels: the repo (src/ on PYTHONPATH) and, in
-the git-ignored ``.whl/``, the pure-Python transformers 5.24.0 wheel our code was validated with (the device has
-5.17).  One device call, ``carry: [".whl"]``; the command ran 158 s on 2026-12-03 (compile ~25 s per size):
+Runs ON the device machine (Python 3.12, torch 2.11+cu130 there).  What travels: the repo (src/ on PYTHONPATH), the
+default set's photos (``.dev/gpu/images``, made by ``gpu_options.py prepare``) and, in the git-ignored ``.whl2/``,
+the pure-Python transformers 5.24.0 wheel our code was validated with (the device has 5.17).  One device call,
+``carry: [".whl2", ".dev/gpu/images"]`` (518x686 alone with 5 compiled arms: 140 s on 2026-12-06, H100):
 
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-      && export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 && python3 benchmarks/gpu_reference.py
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl2/*.whl \
+      && export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 \
+      && python3 benchmarks/gpu_reference.py --images-root .dev/gpu/images
 
 then copy ``gpu_reference.json`` from the call's files to benchmarks/results/.  Smoke test here (CPU, ~1.5 min,
 mostly the CPU compile):
@@ -18,7 +20,9 @@ Method: ``synthetic`` checkpoint (SHA-256 of the DepthModule's state dict record
 preprocessed to each size.  Variants: eager FP32 (TF32 off), eager TF32, eager FP16 autocast, and
 ``torch.compile(mode="reduce-overhead", dynamic=False)`` (CUDA graphs) under FP16 autocast (one compile per size), the
 same with SDPA held to the flash kernel inside the compiled function (``-flash``), and a ``.half()`` copy of the model
-on a float16 input, compiled the same way, without and with flash (``compile-cudagraphs-half``, ``-half-flash``).
+on a float16 input, compiled the same way, without and with flash (``compile-cudagraphs-half``, ``-half-flash``),
+and both compiled arms with the backbone's attention mask left out (``-nomask``: see VARIANTS; the limit).  The
+environment records ``is_exporting_under_torch_compile`` (True on the device's torch 2.11: the mask's cause).
 Per size: every variant runs W warm-ups then N timed calls per round, R rounds, order rotated per round.  A timed call =
 forward on a device-resident input, bracketed by CUDA events and synchronised (compile, H2D/D2H excluded; the host copy
 of input + output is timed once separately as ``host_io_ms``).  Each variant's output is compared (rel-L2) with a
@@ -44,7 +48,14 @@ from edgedepth.preprocess import parse_size, preprocess  # noqa: E402
 from edgedepth.verify.bench import environment, summarise  # noqa: E402
 
 VARIANTS = ("eager-fp32", "eager-tf32", "eager-fp16-autocast", "compile-cudagraphs-fp16",
-            "compile-cudagraphs-fp16-flash", "compile-cudagraphs-half", "compile-cudagraphs-half-flash")
+            "compile-cudagraphs-fp16-flash", "compile-cudagraphs-half", "compile-cudagraphs-half-flash",
+            "compile-cudagraphs-fp16-nomask", "compile-cudagraphs-half-nomask")
+# "-nomask": the backbone's attention registered as "sdpa_nomask" (transformers' AttentionInterface: the same SDPA
+# function with no mask function registered, so transformers builds no mask).  Why: transformers 5.24's DINOv2 builds
+# its all-true [1,1,N,N] mask whenever torch.compiler.is_exporting() is true, and torch 2.11's dynamo (the device's)
+# folds that to True under plain torch.compile (fixed by pytorch#176499: torch 2.13, our pin, gives None), so SDPA
+# gets a boolean mask, the fused kernels refuse it and the math backend runs in FP32.  Same arithmetic: an all-true
+# mask and no mask are bit-identical on one SDPA kernel; only the kernel choice (fused vs math) changes rounding.
 # "-flash": SDPA held to the flash kernel (torch.nn.attention.sdpa_kernel).  The 2026-12-05 H100 profile of the plain
 # compiled row (results/gpu_limit_probe.json) spent 61 % of the call in FP32 attention: PyTorch's math SDPA, upcast.
 # Diagnosis arms (issue 30: the published CUDA-graph row was ~3x a separate script's wall clock), at --diag-size only:
@@ -67,6 +78,8 @@ def make_variant(name: str, module, device: str):
     half = "-half" in name
     if half:
         module = copy.deepcopy(module).half()
+    if name.endswith("-nomask"):
+        module = without_mask(module if half else copy.deepcopy(module))
     target = module
     if name.endswith("-flash"):
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -86,6 +99,23 @@ def make_variant(name: str, module, device: str):
         with grad_off(), torch.autocast(device, dtype=torch.float16, enabled=fp16):
             return fn(x.half()).float() if half else fn(x)
     return name == "eager-tf32", call
+
+
+def compiled_is_exporting() -> bool:
+    """What ``torch.compiler.is_exporting()`` says inside plain torch.compile (not export): True where dynamo folds it
+    to a constant (torch 2.11), which makes transformers 5.24's DINOv2 build its mask (see VARIANTS)."""
+    f = torch.compile(lambda x: x + (1 if torch.compiler.is_exporting() else 0), backend="eager", fullgraph=True)
+    return bool(f(torch.zeros(1)).item() == 1)
+
+
+def without_mask(module):
+    """``module`` (a DepthModule, changed in place) with its backbone's attention as "sdpa_nomask" (see VARIANTS)."""
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    AttentionInterface.register("sdpa_nomask", sdpa_attention_forward)
+    module.model.set_attn_implementation({"backbone_config": "sdpa_nomask"})
+    return module
 
 
 class Timer:
@@ -282,6 +312,7 @@ def main() -> None:
                                    "pageable input H2D + output D2H, timed apart)"),
                          "reference": "float64 CPU forward of the same model on the same input"},
               "sizes": {}}
+    report["environment"]["is_exporting_under_torch_compile"] = compiled_is_exporting()
     module.to(a.device)
     for size in sizes:
         key = f"{size[0]}x{size[1]}"

@@ -120,7 +120,7 @@ def main(argv=None) -> int:
                 q = f"?runtime={v['runtime']}&backend={a.backend}&artifact={v['entry']['path']}"
                 page.goto(base + q + (f"&smooth={v['smooth']}" if v["smooth"] else "")
                           + ("&overlap=0" if v.get("overlap") is False else "")
-                          + ("&gpuframes=1" if v.get("gpu_frames") else ""))
+                          + ("&gpuframes=1" if v.get("gpu_frames") else "&gpuframes=0"))
                 wait_in_page(page, "window.edgedepth && edgedepth.state !== 'starting'", 120)
                 page.evaluate("edgedepth.load()")
                 wait_in_page(page, "edgedepth.state === 'ready' || edgedepth.state === 'error'", per_frame_s)

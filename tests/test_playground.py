@@ -812,7 +812,7 @@ def test_webcam_on_webgpu_keeps_frames_on_the_gpu_or_prepares_the_next(pw, gpu_r
                                                                        open_page):
     """Webcam on WebGPU (SwiftShader). With ?gpuframes=1 (LiteRT.js alone) frames are computed on the GPU
     (web/gpuframes.js; _check_gpu_frames). Without it
-    (gpuFramesAllowed off) the loop reads frames back and preprocesses frame N+1 while the GPU computes frame N; the
+    (the default on a fallback adapter) the loop reads frames back and preprocesses frame N+1 while the GPU computes frame N; the
     map shown must still be the model's output on the frame it came from (a frame prepared ahead leaking into
     lastInput would be another camera frame: far outside FP32 noise)."""
     b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args(webgpu=True, fake_camera=True))
@@ -820,11 +820,11 @@ def test_webcam_on_webgpu_keeps_frames_on_the_gpu_or_prepares_the_next(pw, gpu_r
         p = open_page(f"{serve_folder(gpu_release['folder'])}?backend=webgpu&gpuframes=1", b=b)
         _check_gpu_frames(p, tiny_ckpt.model, "float32")
 
-        p.page.evaluate("edgedepth.gpuFramesAllowed = false")
+        p.page.evaluate("edgedepth.gpuFramesAllowed = null")   # the default: GPU frames on a hardware adapter only
         v = _webcam_frames(p, 3)
         assert v["frames"] >= 3 and v["drawn"] and p.page.evaluate("edgedepth.video.overlap") is True
         assert "next frame preprocessed while the GPU runs" in v["text"], v["text"]
-        assert p.page.evaluate("edgedepth.video.gpuReason") == "not asked for (?gpuframes=1)"
+        assert p.page.evaluate("edgedepth.video.gpuReason").startswith("the adapter is a software fallback")
         np.testing.assert_array_equal(v["shown"], _unit(v["y"]))
         x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
         _assert_fp32_parity(v["y"], tiny_ckpt.model, x, "webcam on WebGPU (SwiftShader), pipelined")

@@ -416,13 +416,16 @@ export function canOverlap() {
 
 /** Why webcam frames cannot stay on the GPU (gpuframes.js) for the mode's model, or null when they can: LiteRT.js
  * alone, on WebGPU, one output, and a map the GPU colours as the page would (no smoothing: the EMA is on the CPU; no
- * metric caption or -depth colouring). */
+ * metric caption or -depth colouring), on a hardware adapter unless ?gpuframes=1 / 0 says otherwise. */
 export function gpuFramesBlocker() {
-  if (!E.gpuFramesAllowed) return 'not asked for (?gpuframes=1)';
+  if (E.gpuFramesAllowed === false) return 'turned off (?gpuframes=0)';
   if (E.gpuFramesError) return `they failed here (${E.gpuFramesError})`;
   if (mode() !== 'litert') return 'only for LiteRT.js alone (not in compare mode or with another runtime)';
   const m = current.litert;
   if (!m || m.backend !== 'webgpu' || !m.model.gpu) return 'the model does not run on WebGPU';
+  if (E.gpuFramesAllowed !== true && E.adapterIsFallback !== false) {
+    return 'the adapter is a software fallback: its GPU passes would run on the CPU (?gpuframes=1 forces them)';
+  }
   if (Array.isArray(m.entry.outputs) && m.entry.outputs.length > 1) return 'the file has a second output to show';
   if (E.smoothing.on) return 'smoothing is on (it runs on the CPU)';
   if (E.maxDepth !== null || E.largerIsFarther) return 'this release colours -depth (metric or larger = farther)';

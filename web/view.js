@@ -69,7 +69,8 @@ export const E = {
                               //   of each frame shown; gpuFrames: frames stay on the GPU (else gpuReason says why not);
                               //   lastFrame = {rgba, width, height, colours} of the last GPU frame, read back at stop
   overlapAllowed: true,       // webcam on WebGPU: preprocess frame N+1 while the GPU runs frame N (?overlap=0: off)
-  gpuFramesAllowed: false,    // webcam, LiteRT.js on WebGPU: frames computed on the GPU (gpuframes.js; ?gpuframes=1)
+  gpuFramesAllowed: null,     // webcam, LiteRT.js on WebGPU, frames computed on the GPU (gpuframes.js): true/false
+                              // = ?gpuframes=1/0; null = on a hardware adapter only
   gpuFramesError: null,       // why GPU frames failed on this page (then every frame is read back), or null
   smoothing: { on: false, alpha: 0.3 },   // webcam only: EMA of the normalised map, alpha = weight of the new frame
   shownMap: null,             // Float32Array [H*W]: the normalised (and, on video, smoothed) map drawn in #depth

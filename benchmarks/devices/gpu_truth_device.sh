@@ -6,6 +6,8 @@
 # Call 1  carry [".gl", ".whl", ".dev/gpu"]   bash benchmarks/devices/gpu_truth_device.sh options
 #         every LiteRT GpuOptions flag, interleaved, with correctness vs CPU -> $OUT/gpu_options.json
 # Call 2  carry [".whl2"]                      bash benchmarks/devices/gpu_truth_device.sh limit
+#         (on a fresh machine carry [".gl", ".whl", ".dev/gpu"] instead: compare then uses results/gpu_options.json's
+#         choice and the device's own transformers)
 #         the WebGPU file with the chosen flags vs none, then PyTorch CUDA (both timers) in the same call
 #         -> $OUT/gpu_options_compare.json, $OUT/gpu_reference.json (+ logs)
 source "$(dirname "$0")/device_env.sh"
@@ -15,7 +17,10 @@ options)
     || echo "gpu_options exit $?"
   grep -v "^INFO\|^I0000\|^W0000\|^WARNING\|^VERBOSE\|^compiled" "$OUT/gpu_options.log" | tail -60 ;;
 limit)
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site_tf .whl2/*.whl
+  # .whl2 carried: our pinned transformers; not carried: the device's own (5.17; it gives SDPA no mask under compile)
+  if compgen -G ".whl2/*.whl" > /dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site_tf .whl2/*.whl
+  fi
   timeout "${COMPARE_TIMEOUT:-150}" python3 benchmarks/gpu_options.py compare > "$OUT/gpu_options_compare.log" 2>&1 \
     || echo "compare exit $?"
   grep -v "^INFO\|^I0000\|^W0000\|^WARNING\|^VERBOSE\|^compiled" "$OUT/gpu_options_compare.log" | tail -8

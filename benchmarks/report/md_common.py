@@ -18,3 +18,30 @@ def webgpu_file_row(run: dict) -> dict:
     """The release's WebGPU file (``*_fp16_u8in.tflite``) among a ``gpu_floor.py`` run's files (by ``stands_for``)."""
     return next(f for f in run["files"].values()
                 if (f.get("stands_for") or {}).get("file", "").endswith("_fp16_u8in.tflite"))
+
+
+# The device limit and the WebGPU file timed in ONE device call (benchmarks/devices/gpu_truth_device.sh limit): the
+# first pair present wins. The H100 pair has the "-nomask" arms (gpu_reference.py: the attention mask transformers
+# 5.24 builds on the device's torch 2.11 under torch.compile, left out); the H200 pair has not, so its compiled rows
+# ran PyTorch's math attention. (An H100 pair with transformers 5.17, no mask either: *_h100_transformers517.json.)
+LIMIT_PAIRS = (("gpu_options_compare_h100.json", "gpu_reference_limit_h100.json"),
+               ("gpu_options_compare.json", "gpu_reference.json"))
+
+
+def gpu_limit_pair() -> dict | None:
+    """The WebGPU file with the runner's chosen flags, both precisions, and PyTorch CUDA at 518×686 from one device
+    call: {gpu, transformers, date, ours: {precision: (ms, flags)}, eager: variant, limit: (name, variant), files} or
+    None."""
+    for c, r in LIMIT_PAIRS:
+        cmp_, ref = load(c), load(r)
+        if not (cmp_ and ref and "wall_median_ms" in ref["sizes"]["518x686"]["variants"].get("eager-fp32", {})):
+            continue
+        chosen = cmp_["chosen"]["chosen"]
+        ours = {n.split(" | ")[1]: (v["median_ms"], chosen) for n, v in cmp_["bench"]["variants"].items()
+                if n.split(" | ")[2] == chosen}
+        v = {k: x for k, x in ref["sizes"]["518x686"]["variants"].items() if x.get("median_ms")}
+        best = min(v, key=lambda k: v[k]["median_ms"])
+        e = ref["environment"]
+        return {"gpu": e.get("gpu", "?"), "transformers": e["versions"].get("transformers"), "date": e.get("date"),
+                "ours": ours, "eager": v["eager-fp32"], "limit": (best, v[best]), "files": (c, r)}
+    return None

@@ -4,7 +4,7 @@ gpu_options_compare.json, gpu_reference.json, gpu_limit_probe.json, gpu_hazards.
 
 from __future__ import annotations
 
-from md_common import load
+from md_common import gpu_limit_pair, load
 
 _SHORT = {"webgpu": "WebGPU file", "fp32": "FP32 file", "int8": "INT8 file"}
 
@@ -60,7 +60,47 @@ def section_gpu_options(L) -> None:
               f"{e['wall_median_ms']:.2f} ms (wall clock). The WebGPU file with FP32 enforced is "
               f"{min(s['median_ms'] for p, f, s in rows if p == 'fp32') / e['median_ms']:.2f}× eager FP32; at "
               f"LiteRT's default precision {min(s['median_ms'] for p, f, s in rows if p == 'default') / e['median_ms']:.2f}×."]
+    limit_pair_lines(L)
     L.append("")
+
+
+def limit_pair_lines(L) -> None:
+    """The WebGPU file against PyTorch CUDA eager FP32 and the device limit, timed in one device call
+    (md_common.gpu_limit_pair: the newest such pair)."""
+    lp = gpu_limit_pair()
+    if not lp or lp["files"][0] == "gpu_options_compare.json":
+        return
+    (ms, flags), (dms, _), e, (best, b) = lp["ours"]["fp32"], lp["ours"]["default"], lp["eager"], lp["limit"]
+    cmp_ = load(lp["files"][0])
+    m = cmp_["method"]
+    none = {prec: v["median_ms"] for n, v in cmp_["bench"]["variants"].items() if n.endswith("| none")
+            for prec in [n.split(" | ")[1]]}
+    L += ["", f"With the device limit measured right ({lp['gpu']}, {lp['date']}, one device call: the WebGPU file's "
+          f"seeded twin, {m['rounds']} × ({m['warmup']} + {m['iters']}), then `gpu_reference.py` at 518×686 with "
+          f"transformers {lp['transformers']} and its `-nomask` arms; `{lp['files'][0]}`, `{lp['files'][1]}`): FP32 "
+          "enforced "
+          f"{none.get('fp32', float('nan')):.2f} ms without flags, **{ms:.2f} ms** with `{flags}`; default precision "
+          f"{none.get('default', float('nan')):.2f} / {dms:.2f} ms. PyTorch CUDA eager FP32 {e['median_ms']:.2f} ms "
+          f"events / {e['wall_median_ms']:.2f} ms wall; the limit, `{best}`, {b['median_ms']:.2f} / "
+          f"{b['wall_median_ms']:.2f} ms (events ÷ wall {b['events_over_wall']:.3f}). So the WebGPU file is "
+          f"**{ms / e['median_ms']:.2f}×** PyTorch eager FP32 with FP32 enforced (goal ≤ 1: not met on this card) and "
+          f"{dms / e['median_ms']:.2f}× at the default precision, which computes in FP16; against the limit it is "
+          f"**{ms / b['median_ms']:.1f}×** (FP32 enforced) and {dms / b['median_ms']:.1f}× (default). The "
+          "limit is a compiled FP16 graph with fused attention and CUDA graphs; LiteRT's WebGPU delegate runs one "
+          "dispatch per fused op, FP32 or FP16 arithmetic, with the input written and the output read each call."]
+    o = load("gpu_reference_limit_h100_transformers517.json")
+    oc = load("gpu_options_compare_h100_transformers517.json")
+    if o and oc:
+        ov = {k: x for k, x in o["sizes"]["518x686"]["variants"].items() if x.get("median_ms")}
+        ob = min(ov, key=lambda k: ov[k]["median_ms"])
+        ch = next(x["median_ms"] for n, x in oc["bench"]["variants"].items()
+                  if n.endswith(f"| fp32 | {oc['chosen']['chosen']}"))
+        L.append(f"An earlier call the same day with the device's transformers "
+                 f"{o['environment']['versions']['transformers']} (no mask either): WebGPU file {ch:.2f} ms FP32 "
+                 f"enforced, eager FP32 {ov['eager-fp32']['median_ms']:.2f} ms, limit `{ob}` "
+                 f"{ov[ob]['median_ms']:.2f} / {ov[ob]['wall_median_ms']:.2f} ms: the same ratios "
+                 f"({ch / ov['eager-fp32']['median_ms']:.2f}×, {ch / ov[ob]['median_ms']:.1f}×).")
+
 
 
 def section_gpu_limit(L) -> None:
@@ -86,7 +126,53 @@ def section_gpu_limit(L) -> None:
     probe_lines(L, load("gpu_limit_probe.json"))
     repeat_lines(L, load("gpu_reference_h100.json"))
     mask_lines(L, load("gpu_reference_h100.json"), load("gpu_reference_h100_transformers517.json"))
+    nomask_lines(L, load("gpu_reference_h100_nomask.json"))
+    limit_sizes_lines(L, load("gpu_reference_h100_transformers517_sizes.json"))
     L.append("")
+
+
+def nomask_lines(L, r: dict | None) -> None:
+    """Why transformers 5.24 masks (results/gpu_reference_h100_nomask.json: the pinned 5.24 with and without the mask
+    in one call, and what torch.compiler.is_exporting() says under torch.compile there)."""
+    if not r:
+        return
+    e, v = r["environment"], r["sizes"]["518x686"]["variants"]
+    pair = lambda n: f"{v[n]['median_ms']:.2f} / {v[n]['wall_median_ms']:.2f} ms"  # noqa: E731
+    L.append(f"- Why 5.24 masks, and the fix: its DINOv2 asks `masking_utils.create_bidirectional_mask`, which skips "
+             "the mask for SDPA only when `torch.compiler.is_exporting()` is false; the device's torch "
+             f"{e['versions']['torch']} folds that call to a constant True under plain `torch.compile` (measured in "
+             f"the run: `is_exporting_under_torch_compile` = {e.get('is_exporting_under_torch_compile')}; fixed in "
+             "PyTorch by pytorch#176499, present in torch 2.13, our pin, which gives SDPA no mask there — "
+             "checked on this machine's CPU), so an all-true [1, 1, N, N] boolean mask goes in and the fused kernels "
+             "refuse it. Caller-side fix without patching either library: register the same SDPA function under "
+             "another name with transformers' `AttentionInterface` and set it on the backbone "
+             "(`model.set_attn_implementation({\"backbone_config\": \"sdpa_nomask\"})`): no mask function is "
+             "registered for it, so no mask is built (an all-true mask and none are bit-identical on one kernel). "
+             f"Same call, transformers {e['versions']['transformers']} ({e['date']}, {e['gpu']}; "
+             f"{r['method']['rounds']} × ({r['method']['warmup']} + {r['method']['iters']})): compiled FP16 autocast "
+             f"{pair('compile-cudagraphs-fp16')} with the mask, {pair('compile-cudagraphs-fp16-nomask')} without; "
+             f"`.half()` {pair('compile-cudagraphs-half')} → **{pair('compile-cudagraphs-half-nomask')}** "
+             f"(rel-L2 vs float64 {v['compile-cudagraphs-half']['rel_l2_vs_float64']:.2e} → "
+             f"{v['compile-cudagraphs-half-nomask']['rel_l2_vs_float64']:.2e}). `gpu_reference.py`'s `-nomask` arms "
+             "do this; the limit below is the fastest of them.")
+
+
+def limit_sizes_lines(L, r: dict | None) -> None:
+    """The device limit per size (results/gpu_reference_h100_transformers517_sizes.json: all sizes, fused attention)."""
+    if not r:
+        return
+    e, m = r["environment"], r["method"]
+    L += ["", f"The device limit per size ({e['gpu']}, {e['date']}, transformers {e['versions']['transformers']}, "
+          f"torch {e['versions']['torch']}; {m['rounds']} interleaved rounds × ({m['warmup']} + {m['iters']})): the "
+          "fastest PyTorch CUDA variant of each size, both timers.", "",
+          "| size | eager FP32 events / wall ms | fastest variant | events / wall ms | events ÷ wall | rel-L2 vs float64 |",
+          "|---|---|---|---|---|---|"]
+    for size, s in r["sizes"].items():
+        v = {k: x for k, x in s["variants"].items() if x.get("median_ms")}
+        best = min(v, key=lambda k: v[k]["median_ms"])
+        f, b = v["eager-fp32"], v[best]
+        L.append(f"| {size} | {f['median_ms']:.2f} / {f['wall_median_ms']:.2f} | {best} | **{b['median_ms']:.2f}** / "
+                 f"{b['wall_median_ms']:.2f} | {b['events_over_wall']:.3f} | {b['rel_l2_vs_float64']:.1e} |")
 
 
 def repeat_lines(L, r: dict | None) -> None:
@@ -139,7 +225,8 @@ def mask_lines(L, new: dict | None, old: dict | None) -> None:
              f"card the device limit for this model is ≈ {v['compile-cudagraphs-half']['median_ms']:.1f} ms, both "
              "timers agreeing — in line with the ≈ 1.9 ms filed for the H200 — and the 5 ms rows measure "
              f"transformers {tw}'s attention mask under torch.compile, not the GPU. The H200 table above (transformers "
-             f"{tw}) is not recomputed from an H100 number.")
+             f"{tw}, mask on) is not recomputed from an H100 number; every ÷ limit figure now comes from the H100 pair "
+             "timed in one call (\"LiteRT's GPU options\" below, \"Which file on which runtime\").")
 
 
 def _fp32_attention_ms(kernels: list) -> tuple[float, int]:
@@ -256,6 +343,40 @@ def section_webcam_overlap(L) -> None:
     L.append("")
 
 
+def section_webcam_gpu_frames(L) -> None:
+    """Webcam frames computed on the GPU (web/gpuframes.js) against reading them back, on a real GPU (issue 30), from
+    results/webcam_fps_webgpu_h100_gpu_frames.json (benchmarks/devices/browser_device.sh run --no-latency)."""
+    w, d = load("webcam_fps_webgpu_h100_gpu_frames.json"), load("webgpu_diagnosis_h100_gpu_frames.json")
+    if not w:
+        return
+    v = w["variants"]
+    L += ["### Webcam mode: frames computed on the GPU (H100, headless Chromium, WebGPU over Vulkan)", "",
+          f"Same carrying scripts, another loan ({w['date']}; launch flags `{(d or {}).get('chosen') or '?'}`, adapter "
+          f"vendor {next(iter(v.values())).get('adapter')}, not a fallback): {w['method']}.", "",
+          "| variant | file | frames on the GPU | frames/s | per round | frame ms | model ms | preprocessing ms |",
+          "|---|---|---|---|---|---|---|---|"]
+    for n, r in v.items():
+        L.append(f"| {n} | `{r['file']}` | {'yes' if r['gpu_frames'] else 'no'} | **{r['fps']:.1f}** | "
+                 f"{' / '.join(f'{f:.1f}' for f in r['fps_per_round'])} | {r['frame_ms_median']:.0f} | "
+                 f"{r['model_ms_median']:.0f} | {r['preprocess_ms_median']:.0f} |")
+    pairs = [(n, f"{n}+gpu-frames") for n in v if f"{n}+gpu-frames" in v]
+    if pairs:
+        big = max(pairs, key=lambda p: p[0])   # 518x686 sorts after 224x224
+        L += ["", "Frames on the GPU ÷ read back, frames/s (same run): " + "; ".join(
+            f"{a.split(':')[1]} **{v[b]['fps'] / v[a]['fps']:.2f}×** ({v[a]['fps']:.1f} → {v[b]['fps']:.1f})"
+            for a, b in pairs) + ". The page's per-frame CPU work (grab, Pillow-exact resize, normalise, colour) "
+            "is what the read-back path spends its frame on; on the GPU it is a few compute passes, and two frames "
+            "in flight keep the GPU busy while the colours of the previous one come back ('model ms' there is a "
+            "frame's whole trip, two frames overlapping). "
+            f"The 30 frames/s goal at 518×686: **{v[big[1]]['fps']:.1f} frames/s**, met this way. So the "
+            "playground computes webcam frames on the GPU by default on a hardware adapter (on SwiftShader, a "
+            "software fallback, it stays off: there its passes run on the CPU and halve the frame rate, "
+            "results/webcam_fps_gpu_frames_swiftshader.json). The GPU-frames output was checked against Python "
+            "(input bit-identical, output within FP32 noise, colours) on SwiftShader in the tests; on this GPU only "
+            "its frame rate was measured."]
+    L.append("")
+
+
 def section_cpu_int8_xeon(L) -> None:
     """OpenVINO INT8 (NNCF) / BF16 vs the FP32 runtimes on the lent GPU machine's Xeon host, 2 and 16 threads."""
     x, here = load("cpu_int8_xeon.json"), load("openvino_int8_prepare.json")
@@ -332,16 +453,6 @@ def section_gpu_hazards(L) -> None:
               "needs the same fold (issue 31).", ""]
 
 
-def _probe_note() -> str:
-    p = load("gpu_limit_probe.json")
-    if not p or not p.get("autocast_compiled_kernels"):
-        return ""
-    ms, _ = _fp32_attention_ms(p["autocast_compiled_kernels"])
-    return (f"; a kernel profile of that graph on an {p['gpu'].replace('NVIDIA ', '').split(' ')[0]} spends "
-            f"{ms / p['autocast_compiled']['events_median_ms']:.0%} of it in FP32 attention (math SDPA), so the true "
-            "limit is lower: being confirmed")
-
-
 def summary_lines() -> list[str]:
     """README headline lines for issue 30, from the same JSON."""
     S = []
@@ -352,11 +463,17 @@ def summary_lines() -> list[str]:
                  f"CPU): edgedepth sets `{ch['chosen']}` "
                  f"({ch['scores'][ch['chosen']]['geomean_ratio_to_none']:.3f}× the no-flag time, geometric mean of six "
                  "file × precision pairs); `constant_tensor_sharing` crashes LiteRT 2.3.0 and is refused.")
-    if ref and "wall_median_ms" in ref["sizes"]["518x686"]["variants"].get("compile-cudagraphs-fp16", {}):
-        c = ref["sizes"]["518x686"]["variants"]["compile-cudagraphs-fp16"]
-        S.append(f"- PyTorch CUDA limit on the H200 (518×686, torch.compile CUDA graphs, FP16 autocast): "
-                 f"{c['median_ms']:.2f} ms by CUDA events, {c['wall_median_ms']:.2f} ms by the synchronised wall clock "
-                 f"({c['throughput_ms']:.2f} ms a call over 100 calls synchronised once)" + _probe_note() + ".")
+    lp = gpu_limit_pair()
+    if lp:
+        (ms, _), (dms, _), e, (best, b) = lp["ours"]["fp32"], lp["ours"]["default"], lp["eager"], lp["limit"]
+        S.append(f"- Device limit, {lp['gpu']} (518×686, PyTorch CUDA `{best}`, transformers {lp['transformers']}): "
+                 f"**{b['median_ms']:.2f} ms** by CUDA events, {b['wall_median_ms']:.2f} ms by the synchronised wall "
+                 f"clock; in the same device call the release's WebGPU file takes {ms:.1f} ms FP32 enforced "
+                 f"({ms / e['median_ms']:.2f}× PyTorch eager FP32, {ms / b['median_ms']:.1f}× the limit) and "
+                 f"{dms:.1f} ms at LiteRT's default precision ({dms / e['median_ms']:.2f}×, "
+                 f"{dms / b['median_ms']:.1f}×). The earlier ≈ 5 ms limit was transformers 5.24's attention mask on "
+                 "the device's torch 2.11 (no fused attention), not the GPU: `gpu_reference.py`'s `-nomask` arms "
+                 "leave it out.")
     h = load("gpu_hazards.json")
     if h:
         wrong = sum(r["gpu_vs_numpy"] > 1e-6 for r in h["one_op"])
@@ -371,7 +488,13 @@ def summary_lines() -> list[str]:
         a, b = wo["variants"]["litertjs:518x686"], wo["variants"]["litertjs:518x686+no-overlap"]
         S.append(f"- Playground webcam mode on an H100 (headless Chromium, WebGPU): preparing the next frame while the "
                  f"GPU runs takes 518×686 from {b['fps']:.1f} to **{a['fps']:.1f} frames/s** "
-                 f"({a['fps'] / b['fps']:.2f}×, same run); the 30 frames/s goal is not met yet.")
+                 f"({a['fps'] / b['fps']:.2f}×, same run).")
+    wg = load("webcam_fps_webgpu_h100_gpu_frames.json")
+    if wg and "litertjs:518x686+gpu-frames" in wg["variants"]:
+        a, b = wg["variants"]["litertjs:518x686+gpu-frames"], wg["variants"]["litertjs:518x686"]
+        S.append(f"- Webcam frames computed on the GPU (`web/gpuframes.js`, default on a hardware adapter), H100: "
+                 f"518×686 at **{a['fps']:.1f} frames/s** vs {b['fps']:.1f} reading frames back "
+                 f"({a['fps'] / b['fps']:.1f}×, same run): the 30 frames/s goal is met.")
     x = load("cpu_int8_xeon.json")
     if x and "threads" in x:
         S.append("- Xeon host of the GPU machine (AVX-512 VNNI, AMX): OpenVINO INT8 (NNCF) with BF16 compute takes " +

@@ -7,7 +7,7 @@ import glob
 import json
 import os
 
-from md_common import R, load, webgpu_file_row
+from md_common import R, gpu_limit_pair, load, webgpu_file_row
 
 
 
@@ -121,19 +121,16 @@ def which_file_rows() -> list[str]:
     gpu = load("gpu_reference.json")
     h = load("h200.json")
     att = (load("gpu_attribution.json") or {}).get("bench_models")
-    cmp_ = load("gpu_options_compare.json")
-    if cmp_ and gpu and "wall_median_ms" in gpu["sizes"]["518x686"]["variants"].get("eager-fp32", {}):
+    lp = gpu_limit_pair()
+    if lp and gpu:
         # issue 30: the WebGPU file (chosen GPU flags, FP32 enforced) and PyTorch CUDA in one device call, both timers
-        ours = min((v["median_ms"], n) for n, v in cmp_["bench"]["variants"].items() if " | fp32 | " in n)
-        ref = {k: v for k, v in gpu["sizes"]["518x686"]["variants"].items() if v.get("median_ms")}
-        best = min(ref, key=lambda k: ref[k]["median_ms"])
-        e = ref["eager-fp32"]
-        out.append(f"| GPU: NVIDIA H200 (LiteRT WebGPU over Vulkan) | FP32 | release WebGPU file "
-                   f"`depth_anything_v2_small_518x686_fp16_u8in.tflite` (FP32 enforced, `{ours[1].rsplit(' | ', 1)[1]}`; seeded twin) | "
-                   f"{ours[0]:.1f} ms | PyTorch CUDA eager FP32 {e['median_ms']:.1f} ms events / "
-                   f"{e['wall_median_ms']:.1f} ms wall (same device call) | **{ours[0] / e['median_ms']:.2f}** | "
-                   f"{ours[0] / ref[best]['median_ms']:.2f} (vs {best} {ref[best]['median_ms']:.2f} ms events / "
-                   f"{ref[best]['wall_median_ms']:.2f} ms wall) |")
+        (ms, flags), e, (best, b) = lp["ours"]["fp32"], lp["eager"], lp["limit"]
+        out.append(f"| GPU: {lp['gpu']} (LiteRT WebGPU over Vulkan) | FP32 | release WebGPU file "
+                   f"`depth_anything_v2_small_518x686_fp16_u8in.tflite` (FP32 enforced, `{flags}`; seeded twin) | "
+                   f"{ms:.1f} ms | PyTorch CUDA eager FP32 {e['median_ms']:.1f} ms events / "
+                   f"{e['wall_median_ms']:.1f} ms wall (same device call) | **{ms / e['median_ms']:.2f}** | "
+                   f"{ms / b['median_ms']:.2f} (vs {best} {b['median_ms']:.2f} ms events / "
+                   f"{b['wall_median_ms']:.2f} ms wall; transformers {lp['transformers']}) |")
         gpu = None
     wf, wref = load("gpu_webgpu_file_gpu.json"), load("gpu_reference_webgpu_file.json")
     if gpu and wf and wref:  # the release's WebGPU file and PyTorch CUDA timed in one device call (issue 15)
@@ -185,7 +182,8 @@ def section_which_file(L):
     L += ["## Which file on which runtime", "",
           "The fastest correct artifact edgedepth makes for each target, against the fastest peer path on the same "
           "machine in the same run, and against the device limit (CPU: the model's MACs at the measured FP32 GEMM "
-          "rate; GPU: the fastest PyTorch CUDA mode on the same H200). Ratios < 1 favour edgedepth.", "",
+          "rate; GPU: the fastest PyTorch CUDA mode on the same GPU in the same device call). Ratios < 1 favour "
+          "edgedepth.", "",
           "| target | precision | fastest of ours | median | fastest peer | ours ÷ peer | ours ÷ limit |",
           "|---|---|---|---|---|---|---|", *rows, ""]
 
