@@ -41,6 +41,7 @@ INT8_REL_L2_MAX = 0.1
 # A file that claims FP16 or INT8 must be measurably off FP32: its error at least this many times PyTorch FP32's own
 # (measured >= 900x for FP16, >= 3e4x for INT8; README: a real defect is >= 100x, and so is real FP16 rounding).
 QUANTISED_MIN_RATIO = 100.0
+BF16_FACTOR = 2.0
 # ORT FP16 error / FP16 emulation's error, same module (measured 0.52-0.96 over 10 photos): test_fp16_onnxruntime.
 FP16_EMULATION_FACTOR = 2.0
 
@@ -159,7 +160,7 @@ def test_signature_and_describe(onnx_export, precision):
     else:
         assert quant_ops == {"MatMulInteger", "ConvInteger", "DynamicQuantizeLinear"} and w["int8"] > w["float32"]
     art = formats.open_artifact(path)                                        # the registry's view of the same file
-    assert art.format.name == "onnx" and art.format.backends == BACKENDS
+    assert art.format.name == "onnx" and art.format.backends == (*BACKENDS, "openvino-bf16")
     assert art.sha256 == _sha(path) and art.input_shape == (1, 3, *TINY_SIZE) and art.size == TINY_SIZE
     assert art.format_text() == ox.format_text(info)
 
@@ -242,6 +243,30 @@ def test_fp16_onnxruntime(onnx_export, photo, fp16_refs, record_property, thread
     print(f"ONNX FP16 ORT {threads}t: rel-L2 vs float64 {err:.3g}, FP16 emulation {emulated:.3g}, "
           f"PyTorch FP32 {photo['noise']:.3g}")
     assert err <= FP16_EMULATION_FACTOR * emulated, (err, emulated)
+    assert err > QUANTISED_MIN_RATIO * photo["noise"], (err, photo["noise"])
+
+
+def test_openvino_bf16_computes_in_bfloat16(onnx_export, tiny_ckpt, photo, record_property):
+    """--backend openvino-bf16 (results/cpu_int8_xeon.json: 0.40x OpenVINO FP32's time on a Xeon with AMX): on a CPU
+    that computes bf16 the plugin reports bf16 and the error vs float64 is bf16-sized: within BF16_FACTOR = 2 of
+    PyTorch's CPU bf16 autocast of the same model on the same photo (measured 0.68-1.14x over 10 views of the default
+    set, AMD EPYC with AVX512-BF16), and far above FP32 noise (it is not an FP32 run under a bf16 name). A CPU without
+    bf16: a one-line error naming --backend openvino, never a silent FP32 run."""
+    import openvino
+    import torch
+
+    if "BF16" not in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        with pytest.raises(EdgedepthError, match=r"^this CPU cannot compute in bfloat16 [^\n]*--backend openvino$"):
+            ox.open_runner(str(onnx_export["fp32"].path), "openvino-bf16", 2)
+        return
+    r, out, again = _run(onnx_export["fp32"].path, "openvino-bf16", 2, photo["x"])
+    assert r.inference_precision == "bf16" and np.array_equal(out, again)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        ab = tiny_ckpt.model(pixel_values=torch.from_numpy(photo["x"])).predicted_depth.float().numpy()
+    err, ref = rel_l2(out, photo["fp64"]), rel_l2(ab, photo["fp64"])
+    record_property("rel_l2_vs_float64", err)
+    print(f"ONNX FP32 on OpenVINO bf16: rel-L2 vs float64 {err:.3g}, PyTorch bf16 autocast {ref:.3g}")
+    assert err <= BF16_FACTOR * ref, (err, ref)
     assert err > QUANTISED_MIN_RATIO * photo["noise"], (err, photo["noise"])
 
 
@@ -329,7 +354,8 @@ def test_inspect_prints_the_summary(onnx_export, capfd):
         assert f"{path}: " in out and f"opset 18, {p}, " in out
     assert out.count("inputs  pixel_values float32[1, 3, 56, 70]") == 3
     assert out.count("outputs predicted_depth float32[1, 56, 70]") == 3
-    assert out.count("runs on: ONNX Runtime (--backend cpu), OpenVINO (--backend openvino)") == 3
+    assert out.count("runs on: ONNX Runtime (--backend cpu), OpenVINO (--backend openvino; openvino-bf16: in "
+                     "bfloat16)") == 3
     assert main(["inspect", paths[0], "--json"]) == 0
     assert json.loads(capfd.readouterr().out) == ox.describe(paths[0])
 

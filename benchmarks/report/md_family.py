@@ -79,7 +79,9 @@ def section_family(L):
           f"interleaved run {h200}. PyTorch CUDA: the same synthetic model on the same H200 "
           "(`benchmarks/gpu_reference.py`: eager FP32 with TF32 off, and the fastest of eager TF32 / FP16 autocast / "
           "torch.compile CUDA graphs FP16, device-resident input, CUDA events; not measured for the metric heads, "
-          "whose backbone and neck are Small's). Export: wall time of the export itself (imports and checkpoint load "
+          "whose backbone and neck are Small's; transformers 5.24 on the device's torch 2.11, so the compiled rows "
+          "ran with the attention mask that keeps fused attention out — not the device limit, see \"The device "
+          "limit, two timers\"). Export: wall time of the export itself (imports and checkpoint load "
           "excluded) / "
           f"peak RSS of the exporting process, optimised FP32 + INT8 (plain FP32 in brackets), one member at a time "
           f"on this {env.get('cores')}-core machine.", "",

@@ -29,7 +29,7 @@ class Backend:
     precision.  Which runner opens a format's files on it: :data:`RUNTIMES`."""
     name: str
     gpu: bool = False               # runs on the GPU (a GPU check applies; a CPU-identical result is suspicious)
-    reduced_precision: bool = False     # may compute in FP16 (the GPU delegate's default precision policy)
+    reduced_precision: bool = False     # computes below FP32: FP16 (the GPU delegate's default) or bfloat16
     help: str = ""
 
 
@@ -37,7 +37,9 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
     Backend("cpu", help="the format's CPU runtime (LiteRT XNNPACK, ExecuTorch, ONNX Runtime)"),
     Backend("gpu", gpu=True, help="LiteRT's GPU accelerator with FP32 enforced"),
     Backend("gpu-fp16", gpu=True, reduced_precision=True, help="LiteRT's GPU accelerator, default precision (FP16)"),
-    Backend("openvino", help="OpenVINO on the CPU"),
+    Backend("openvino", help="OpenVINO on the CPU (FP32 enforced)"),
+    Backend("openvino-bf16", reduced_precision=True,
+            help="OpenVINO on the CPU in bfloat16 (CPUs with AMX or AVX512-BF16: OpenVINO's own default there)"),
 )}
 
 
@@ -59,6 +61,7 @@ RUNTIMES: dict[tuple[str, str], Runtime] = {(r.format, r.backend): r for r in (
     Runtime("pte", "cpu", "executorch:ExecuTorchRunner"),
     Runtime("onnx", "cpu", "onnxruntime:OrtRunner"),
     Runtime("onnx", "openvino", "openvino:OpenVINORunner"),
+    Runtime("onnx", "openvino-bf16", "openvino:OpenVINORunner", (("precision", "bf16"),)),
 )}
 
 

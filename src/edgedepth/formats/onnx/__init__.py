@@ -50,7 +50,7 @@ def output_names(roles) -> list[str]:
     return [OUTPUT_NAME if r == "depth" else r for r in roles]
 
 PRECISIONS = ("fp32", "fp16", "int8")
-BACKENDS = ("cpu", "openvino")
+BACKENDS = runtimes.backends_of("onnx")     # ONNX Runtime CPU, OpenVINO CPU (FP32, bf16)
 # Rewrites kept for ONNX (benchmarks/onnx_rewrites.py -> results/onnx_rewrites.json, cumulative prefixes in ONNX Runtime,
 # one interleaved run): drop_attention_mask is the win (0.64x plain on the AVX2 EPYC); the rest are exact and equal
 # within noise, and fuse_qkv leaves the smallest graph (397 nodes).  The LayerNorm reformulations made for LiteRT add
@@ -198,7 +198,7 @@ def format_text(info: dict) -> str:
         f"  {info['ops']} ops: {top}{', …' if len(info['op_histogram']) > 8 else ''}",
         *([f"  dynamic height and width (multiples of 14); edgedepth runs it at {info['size'][0]}x{info['size'][1]}"]
           if info.get("dynamic") else []),
-        "  runs on: ONNX Runtime (--backend cpu), OpenVINO (--backend openvino)",
+        "  runs on: ONNX Runtime (--backend cpu), OpenVINO (--backend openvino; openvino-bf16: in bfloat16)",
     ])
 
 
@@ -377,7 +377,7 @@ def export(module, height: int, width: int, out_dir: str, precisions=("fp32",), 
 
 
 def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[int, int] | None = None):
-    """ONNX Runtime CPU (``cpu``) or OpenVINO CPU (``openvino``) over the same file.  ``size`` (H, W): the size a
+    """ONNX Runtime CPU (``cpu``) or OpenVINO CPU (``openvino``, ``openvino-bf16``) over the same file.  ``size`` (H, W): the size a
     dynamic file runs at (default: the size it records); a static file runs at its own size only."""
     if backend not in BACKENDS:
         raise EdgedepthError(f"{path!r}: an .onnx file runs on --backend {', '.join(BACKENDS)} here, not {backend}")
