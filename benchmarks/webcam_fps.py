@@ -81,6 +81,40 @@ def _webgpu_variants(out: list[dict]) -> list[dict]:
             + [dict(v, key=f"{v['key']}+no-overlap", overlap=False) for v in plain])
 
 
+def _page_array(page, expr: str, dtype: str) -> np.ndarray:
+    """A typed array of the page (``expr``: a JS expression) as numpy, through base64."""
+    import base64
+
+    b64 = page.evaluate(f"""() => {{ const a = {expr};
+        const u = new Uint8Array(a.buffer, a.byteOffset, a.byteLength); let s = '';
+        for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode.apply(null, u.subarray(i, i + 0x8000));
+        return btoa(s); }}""")
+    return np.frombuffer(base64.b64decode(b64), dtype=dtype)
+
+
+def _save_last_frame(page, v: dict, out_dir: str) -> None:
+    """The page's last webcam frame after its stop (the loop has ended, so all belong to one frame): the model input
+    and output, and with frames on the GPU the grabbed pixels the WGSL passes read."""
+    import io
+
+    from edgedepth.fsutil import write_bytes_atomic
+
+    meta = page.evaluate("""() => { const f = edgedepth.video.lastFrame;
+        return {gpu: edgedepth.video.gpuFrames === true, w: f ? f.width : null, h: f ? f.height : null,
+                shape: edgedepth.lastOutputShape}; }""")
+    dtype = "u1" if v["entry"]["input"].get("dtype") == "uint8" else "<f4"
+    arrays = {"input": _page_array(page, "edgedepth.lastInput", dtype).reshape(v["entry"]["input"]["shape"]),
+              "output": _page_array(page, "edgedepth.lastOutput", "<f4").reshape(meta["shape"]),
+              "gpu_frames": np.array(meta["gpu"])}
+    if meta["gpu"] and meta["w"]:      # the read-back path keeps no frame (its input is JS preprocessing, tested)
+        arrays["rgba"] = _page_array(page, "edgedepth.video.lastFrame.rgba", "u1").reshape(meta["h"], meta["w"], 4)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    os.makedirs(out_dir, exist_ok=True)
+    write_bytes_atomic(os.path.join(out_dir, v["key"].replace(":", "_").replace("+", "_") + ".npz"), buf.getvalue())
+    print(f"{v['key']}: last frame saved (frames on the GPU: {meta['gpu']})", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("folder", help="release folder (manifest.json)")
@@ -94,6 +128,9 @@ def main(argv=None) -> int:
     ap.add_argument("--files", default="", help="comma-separated manifest paths to run instead of the default set")
     ap.add_argument("--chromium", default=None, help="browser executable or wrapper script (default /usr/bin/chromium)")
     ap.add_argument("--chromium-args", default="", help="more launch flags, one string (shell-split)")
+    ap.add_argument("--frames-out", default=None,
+                    help="after the rounds, save each LiteRT.js variant's last frame (grabbed pixels, model input, "
+                         "output) to DIR/<variant>.npz for benchmarks/gpu_frames_check.py")
     a = ap.parse_args(argv)
 
     from playwright.sync_api import sync_playwright
@@ -154,6 +191,10 @@ def main(argv=None) -> int:
                     v["backend"], v["smoothing"], v["overlapped"] = got["backend"], got["smoothing"], got["overlap"]
                     v["gpu_frames_used"], v["gpu_frames_reason"] = got["gpuFrames"], got["gpuReason"]
                     print(f"round {r + 1}: {v['key']}: {v['fps_per_round'][-1]:.2f} frames/s", flush=True)
+            if a.frames_out:
+                for v in variants:
+                    if v["runtime"] == "litert":
+                        _save_last_frame(v["page"], v, a.frames_out)
             chromium = browser.version
         finally:
             browser.close()

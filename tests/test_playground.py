@@ -811,8 +811,8 @@ def _check_gpu_frames(p, model, dtype: str) -> None:
 def test_webcam_on_webgpu_keeps_frames_on_the_gpu_or_prepares_the_next(pw, gpu_release, tiny_ckpt, serve_folder,
                                                                        open_page):
     """Webcam on WebGPU (SwiftShader). With ?gpuframes=1 (LiteRT.js alone) frames are computed on the GPU
-    (web/gpuframes.js; _check_gpu_frames). Without it
-    (the default on a fallback adapter) the loop reads frames back and preprocesses frame N+1 while the GPU computes frame N; the
+    (web/gpuframes.js; _check_gpu_frames). Without it (the default on a fallback adapter) the loop reads frames back
+    and preprocesses frame N+1 while the GPU computes frame N; the
     map shown must still be the model's output on the frame it came from (a frame prepared ahead leaking into
     lastInput would be another camera frame: far outside FP32 noise)."""
     b = pw.chromium.launch(executable_path=CHROMIUM, args=chromium_args(webgpu=True, fake_camera=True))

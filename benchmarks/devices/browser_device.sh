@@ -20,6 +20,7 @@
 #   try, see webgpu_diagnose.py), ALLOW_SOFTWARE=1 (benchmark even without a hardware adapter: the local test),
 #   prepare only: RELEASE (out/depth-anything-v2-small), PART_MIB (58: + the ~3.3 MiB checkout < 64), FP32=0 (leave the optional FP32 files out),
 #   ONNX_FP16=0 (leave onnx/model_fp16.onnx out). Webcam-only re-run (4 parts): FP32=0 ONNX_FP16=0 PARTS_DIR=.dev/browser-webcam.
+#   WEBCAM_FRAMES_OUT=$OUT/frames: keep each LiteRT.js variant's last webcam frame (benchmarks/gpu_frames_check.py, here).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"    # browser_parts.py uses edgedepth.fsutil
@@ -257,7 +258,8 @@ EOF
   if [ $webcam = 1 ]; then
     timeout "${WEBCAM_TIMEOUT:-240}" "$PY" benchmarks/webcam_fps.py "$ROOT/release" --backend webgpu \
       --chromium "$ROOT/chrome" --chromium-args "$args" --rounds "${WEBCAM_ROUNDS:-3}" --warmup "${WEBCAM_WARMUP:-3}" \
-      --frames "${WEBCAM_FRAMES:-30}" ${WEBCAM_FILES:+--files "$WEBCAM_FILES"} --out "$OUT/webcam_fps_webgpu.json" || echo "webcam_fps exit $?"
+      --frames "${WEBCAM_FRAMES:-30}" ${WEBCAM_FILES:+--files "$WEBCAM_FILES"} --out "$OUT/webcam_fps_webgpu.json" \
+      ${WEBCAM_FRAMES_OUT:+--frames-out "$WEBCAM_FRAMES_OUT"} || echo "webcam_fps exit $?"
   fi
 }
 

@@ -368,10 +368,35 @@ def section_webcam_gpu_frames(L) -> None:
             f"The 30 frames/s goal at 518×686: **{v[big[1]]['fps']:.1f} frames/s**, met this way. So the "
             "playground computes webcam frames on the GPU by default on a hardware adapter (on SwiftShader, a "
             "software fallback, it stays off: there its passes run on the CPU and halve the frame rate, "
-            "results/webcam_fps_gpu_frames_swiftshader.json). The GPU-frames output was checked against Python "
-            "(input bit-identical, output within FP32 noise, colours) on SwiftShader in the tests; on this GPU only "
-            "its frame rate was measured."]
+            "results/webcam_fps_gpu_frames_swiftshader.json)."]
+    frames_check_lines(L, load("gpu_frames_check_h100.json"))
     L.append("")
+
+
+def frames_check_lines(L, c: dict | None) -> None:
+    """The page's last webcam frame on the real GPU vs Python on the same pixels (benchmarks/gpu_frames_check.py)."""
+    if not c:
+        return
+    rows = c["rows"]
+    L += ["", f"Right as well as fast (`benchmarks/gpu_frames_check.py`: each LiteRT.js variant's last webcam frame "
+          f"as the page held it after stopping, {c['device']}, {len(c['runs'])} device runs, checked here): with "
+          "frames on the GPU, the input the WGSL passes made vs `edgedepth.preprocess` (Pillow) on the grabbed "
+          "pixels; for every variant, the page's output vs Python LiteRT on the CPU running the same file on the "
+          "page's own input.", "",
+          "| variant | file | frames on the GPU | input = Pillow's | output rel-L2 vs LiteRT CPU | max abs diff |",
+          "|---|---|---|---|---|---|"]
+    for r in rows:
+        same = r.get("input_bit_identical_to_pillow")
+        L.append(f"| {r['variant']} | `{r['file']}` | {'yes' if r['frames_on_the_gpu'] else 'no'} | "
+                 f"{'bit-identical' if same else '–' if same is None else '**differs**'} | "
+                 f"{r['output_rel_l2_vs_litert_cpu']:.2e} | {r['output_max_abs_diff']:.1e} |")
+    worst = max(r["output_rel_l2_vs_litert_cpu"] for r in rows)
+    gpu = [r for r in rows if r["frames_on_the_gpu"]]
+    L.append(f"\nEvery GPU-frames input equals Pillow's bit for bit "
+             f"({'yes' if all(r['input_bit_identical_to_pillow'] for r in gpu) else '**no**'}, {len(gpu)} frames), "
+             f"and every output is within {worst:.1e} of LiteRT on the CPU (validate's flag for an FP32 GPU row: "
+             f"{rows[0]['fp32_suspect_rel_l2']:.0e}): the page's WebGPU computes in FP32 on this GPU, whichever path "
+             "feeds it.")
 
 
 def section_cpu_int8_xeon(L) -> None:
@@ -498,7 +523,8 @@ def summary_lines() -> list[str]:
             ("webcam_fps_webgpu_h100_gpu_frames.json", ("litertjs:518x686+gpu-frames", "litertjs:518x686"),
              "- Webcam frames computed on the GPU (`web/gpuframes.js`, default on a hardware adapter), H100: 518×686 "
              "at **{a:.1f} frames/s** vs {b:.1f} reading frames back ({r:.1f}×, same run): the 30 frames/s goal is "
-             "met.")):
+             "met; the GPU-made input equals Pillow's bit for bit there and the output is within 5e-07 of LiteRT "
+             "on the CPU (results/gpu_frames_check_h100.json).")):
         v = (load(name) or {}).get("variants", {})
         if all(k in v for k in pair):
             a, b = v[pair[0]]["fps"], v[pair[1]]["fps"]

@@ -208,6 +208,7 @@ def summary_lines() -> list[str]:
     rows = [r for r in which_file_rows() if r.startswith("| GPU")]
     if rows:
         c = [x.strip() for x in rows[0].strip("|").split("|")]
-        S.append(f"- GPU (H200): LiteRT GPU FP32 {c[3]} vs {c[4]} (÷ {c[5].strip('*')}); ÷ the fastest PyTorch CUDA "
-                 f"mode: {c[6]}.")
+        gpu = c[0].split("GPU: ", 1)[1].split(" (", 1)[0]      # the card the row names
+        S.append(f"- GPU ({gpu}): LiteRT GPU FP32 {c[3]} vs {c[4]} (÷ {c[5].strip('*')}); ÷ the fastest PyTorch "
+                 f"CUDA mode: {c[6]}.")
     return S

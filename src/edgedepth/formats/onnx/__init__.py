@@ -377,8 +377,9 @@ def export(module, height: int, width: int, out_dir: str, precisions=("fp32",), 
 
 
 def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[int, int] | None = None):
-    """ONNX Runtime CPU (``cpu``) or OpenVINO CPU (``openvino``, ``openvino-bf16``) over the same file.  ``size`` (H, W): the size a
-    dynamic file runs at (default: the size it records); a static file runs at its own size only."""
+    """ONNX Runtime CPU (``cpu``) or OpenVINO CPU (``openvino``, ``openvino-bf16``) over the same file.  ``size``
+    (H, W): the size a dynamic file runs at (default: the size it records); a static file runs at its own size
+    only."""
     if backend not in BACKENDS:
         raise EdgedepthError(f"{path!r}: an .onnx file runs on --backend {', '.join(BACKENDS)} here, not {backend}")
     model = check(path)
