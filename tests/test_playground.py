@@ -828,6 +828,14 @@ def test_webcam_on_webgpu_keeps_frames_on_the_gpu_or_prepares_the_next(pw, gpu_r
         np.testing.assert_array_equal(v["shown"], _unit(v["y"]))
         x = p.array("lastInput").reshape(1, 3, *TINY_SIZE)
         _assert_fp32_parity(v["y"], tiny_ckpt.model, x, "webcam on WebGPU (SwiftShader), pipelined")
+
+        p.page.evaluate("edgedepth.adapterIsFallback = false")   # as on a hardware adapter: on without being asked
+        v = _webcam_frames(p, 2)
+        assert p.page.evaluate("[edgedepth.video.gpuFrames, edgedepth.video.gpuReason]") == [True, None], v["text"]
+        p.page.evaluate("edgedepth.gpuFramesAllowed = false")     # ?gpuframes=0 turns them off there too
+        v = _webcam_frames(p, 2)
+        assert p.page.evaluate("[edgedepth.video.gpuFrames, edgedepth.video.gpuReason]") == [
+            False, "turned off (?gpuframes=0)"], v["text"]
         p.close()
     finally:
         b.close()
