@@ -176,6 +176,17 @@ def assert_one_line_error(r, *fragments, code: int = 2):
         assert f in lines[0], lines[0]
 
 
+def benchmark_module(name: str):
+    """benchmarks/NAME.py imported as a module (the benchmarks are scripts, not a package)."""
+    import importlib.util
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(root, "benchmarks", f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def run_cli(*args, timeout=900, env=None):
     """Run ``python -m edgedepth ARGS`` in a child, as a user would; returns CompletedProcess (text)."""
     return subprocess.run([sys.executable, "-m", "edgedepth", *map(str, args)], capture_output=True, text=True,

@@ -4,26 +4,16 @@ them."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 
 import numpy as np
 from PIL import Image
 
+from conftest import benchmark_module
 from edgedepth import formats
 from edgedepth.preprocess import model_input
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILE = "depth_anything_v2_small_28x42_fp32.tflite"
-
-
-def _check_module():
-    spec = importlib.util.spec_from_file_location("gpu_frames_check", os.path.join(ROOT, "benchmarks",
-                                                                                  "gpu_frames_check.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_check_sees_a_changed_input_value_and_a_reduced_precision_output(tiny_release, tmp_path):
@@ -45,7 +35,8 @@ def test_check_sees_a_changed_input_value_and_a_reduced_precision_output(tiny_re
                 for k in ("litertjs:28x42+gpu-frames", "litertjs:28x42+no-overlap")}
     (tmp_path / "webcam_fps_webgpu.json").write_text(json.dumps({"date": "d", "method": "m", "variants": variants}))
     out = tmp_path / "check.json"
-    assert _check_module().main([str(tiny_release), str(frames), "--out", str(out), "--device", "test"]) == 0
+    check = benchmark_module("gpu_frames_check")
+    assert check.main([str(tiny_release), str(frames), "--out", str(out), "--device", "test"]) == 0
     good, bad = json.loads(out.read_text())["rows"]
     assert good["input_bit_identical_to_pillow"] and good["output_rel_l2_vs_litert_cpu"] == 0.0
     assert good["within_fp32_policy"]

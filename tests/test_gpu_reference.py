@@ -8,23 +8,13 @@ the device's torch 2.11 folds that to True under plain torch.compile, so the fus
 from __future__ import annotations
 
 import copy
-import importlib.util
-import os
 
 import torch
 import torch.nn.functional as F
 
+from conftest import benchmark_module
 from edgedepth.checkpoint import DepthModule
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _gpu_reference():
-    spec = importlib.util.spec_from_file_location("gpu_reference", os.path.join(ROOT, "benchmarks",
-                                                                                "gpu_reference.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _sdpa_masks(module, x) -> list:
@@ -51,7 +41,7 @@ def _sdpa_masks(module, x) -> list:
 def test_pinned_torch_gives_sdpa_no_mask_under_compile(tiny_ckpt, tiny_input):
     """Our pins (torch 2.13: pytorch#176499) leave is_exporting() false under torch.compile, so DINOv2 hands SDPA no
     mask and the fused kernels may run. Fails if a torch or transformers change brings the mask back."""
-    assert _gpu_reference().compiled_is_exporting() is False
+    assert benchmark_module("gpu_reference").compiled_is_exporting() is False
     masks = _sdpa_masks(DepthModule(tiny_ckpt.model).eval(), torch.from_numpy(tiny_input))
     assert masks and all(m is None for m in masks), masks
 
@@ -60,7 +50,7 @@ def test_nomask_arm_keeps_the_arithmetic(tiny_ckpt, tiny_input):
     """gpu_reference.without_mask: only the backbone's attention entry changes (to "sdpa_nomask", no mask function),
     the output is bit-identical to the model as loaded, and the graph still has SDPA calls without a mask."""
     base = DepthModule(tiny_ckpt.model).eval()
-    nomask = _gpu_reference().without_mask(copy.deepcopy(base))
+    nomask = benchmark_module("gpu_reference").without_mask(copy.deepcopy(base))
     assert nomask.model.backbone.config._attn_implementation == "sdpa_nomask"
     assert nomask.model.config._attn_implementation == base.model.config._attn_implementation
     assert base.model.backbone.config._attn_implementation != "sdpa_nomask"
