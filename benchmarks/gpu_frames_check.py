@@ -38,8 +38,10 @@ def check(npz: str, release: str, variants: dict) -> dict:
     from edgedepth.preprocess import model_input
     from edgedepth.verify.validate import FP32_SUSPECT_REL_L2
 
+    from webcam_fps import frame_file
+
     key = os.path.basename(npz)[:-4]
-    row = next((r for k, r in variants.items() if k.replace(":", "_").replace("+", "_") == key), None)
+    row = next((r for k, r in variants.items() if frame_file(k) == os.path.basename(npz)), None)
     if row is None:
         raise SystemExit(f"{npz}: no variant of the webcam JSON saved this frame")
     d = np.load(npz)

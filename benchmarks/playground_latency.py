@@ -66,6 +66,16 @@ THREADS = 2
 SOFTWARE_ADAPTER = "software adapter (SwiftShader)"
 
 
+def page_array(page, name: str) -> np.ndarray:
+    """The typed array ``window.edgedepth.<name>`` of the page as numpy: float32, or uint8 for a one-byte array (the
+    input of a ``_u8in`` file, an RGBA frame)."""
+    got = page.evaluate(f"""() => {{ const a = window.edgedepth.{name};
+        const u = new Uint8Array(a.buffer, a.byteOffset, a.byteLength); let s = '';
+        for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode.apply(null, u.subarray(i, i + 0x8000));
+        return {{b64: btoa(s), u8: a.BYTES_PER_ELEMENT === 1}}; }}""")
+    return np.frombuffer(base64.b64decode(got["b64"]), dtype="u1" if got["u8"] else "<f4").copy()
+
+
 def adapter_kind(name: str | None, fallback: bool | None) -> str:
     """How a WebGPU adapter is named in labels and the JSON: what the page reports (``edgedepth.adapter``: vendor,
     architecture, device, description of ``adapter.info``), SwiftShader keeping its historical wording."""
@@ -315,12 +325,7 @@ class BrowserVariant(Variant):
         self.output = self.array("lastOutput")
 
     def array(self, name: str) -> np.ndarray:
-        """A typed array of the page as numpy: float32, or uint8 (the input of a ``_u8in`` file)."""
-        got = self.page.evaluate(f"""() => {{ const a = window.edgedepth.{name};
-            const u = new Uint8Array(a.buffer, a.byteOffset, a.byteLength); let s = '';
-            for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode.apply(null, u.subarray(i, i + 0x8000));
-            return {{b64: btoa(s), u8: a instanceof Uint8Array}}; }}""")
-        return np.frombuffer(base64.b64decode(got["b64"]), dtype="u1" if got["u8"] else "<f4").copy()
+        return page_array(self.page, name)
 
     cpu_clock = staticmethod(browser_cpu_s)
 

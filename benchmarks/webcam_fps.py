@@ -29,7 +29,7 @@ import sys
 
 import numpy as np
 
-from playground_latency import machine_load
+from playground_latency import machine_load, page_array
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "webcam_fps.json")
@@ -81,15 +81,9 @@ def _webgpu_variants(out: list[dict]) -> list[dict]:
             + [dict(v, key=f"{v['key']}+no-overlap", overlap=False) for v in plain])
 
 
-def _page_array(page, expr: str, dtype: str) -> np.ndarray:
-    """A typed array of the page (``expr``: a JS expression) as numpy, through base64."""
-    import base64
-
-    b64 = page.evaluate(f"""() => {{ const a = {expr};
-        const u = new Uint8Array(a.buffer, a.byteOffset, a.byteLength); let s = '';
-        for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode.apply(null, u.subarray(i, i + 0x8000));
-        return btoa(s); }}""")
-    return np.frombuffer(base64.b64decode(b64), dtype=dtype)
+def frame_file(key: str) -> str:
+    """The file name ``--frames-out`` gives a variant's last frame (benchmarks/gpu_frames_check.py finds it so)."""
+    return key.replace(":", "_").replace("+", "_") + ".npz"
 
 
 def _save_last_frame(page, v: dict, out_dir: str) -> None:
@@ -102,16 +96,14 @@ def _save_last_frame(page, v: dict, out_dir: str) -> None:
     meta = page.evaluate("""() => { const f = edgedepth.video.lastFrame;
         return {gpu: edgedepth.video.gpuFrames === true, w: f ? f.width : null, h: f ? f.height : null,
                 shape: edgedepth.lastOutputShape}; }""")
-    dtype = "u1" if v["entry"]["input"].get("dtype") == "uint8" else "<f4"
-    arrays = {"input": _page_array(page, "edgedepth.lastInput", dtype).reshape(v["entry"]["input"]["shape"]),
-              "output": _page_array(page, "edgedepth.lastOutput", "<f4").reshape(meta["shape"]),
-              "gpu_frames": np.array(meta["gpu"])}
+    arrays = {"input": page_array(page, "lastInput").reshape(v["entry"]["input"]["shape"]),
+              "output": page_array(page, "lastOutput").reshape(meta["shape"]), "gpu_frames": np.array(meta["gpu"])}
     if meta["gpu"] and meta["w"]:      # the read-back path keeps no frame (its input is JS preprocessing, tested)
-        arrays["rgba"] = _page_array(page, "edgedepth.video.lastFrame.rgba", "u1").reshape(meta["h"], meta["w"], 4)
+        arrays["rgba"] = page_array(page, "video.lastFrame.rgba").reshape(meta["h"], meta["w"], 4)
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     os.makedirs(out_dir, exist_ok=True)
-    write_bytes_atomic(os.path.join(out_dir, v["key"].replace(":", "_").replace("+", "_") + ".npz"), buf.getvalue())
+    write_bytes_atomic(os.path.join(out_dir, frame_file(v["key"])), buf.getvalue())
     print(f"{v['key']}: last frame saved (frames on the GPU: {meta['gpu']})", flush=True)
 
 

@@ -177,11 +177,14 @@ def assert_one_line_error(r, *fragments, code: int = 2):
 
 
 def benchmark_module(name: str):
-    """benchmarks/NAME.py imported as a module (the benchmarks are scripts, not a package)."""
+    """benchmarks/NAME.py imported as a module (the benchmarks are scripts, not a package: as when one runs, its
+    folder is on sys.path for its imports of the others)."""
     import importlib.util
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    spec = importlib.util.spec_from_file_location(name, os.path.join(root, "benchmarks", f"{name}.py"))
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+    if here not in sys.path:
+        sys.path.append(here)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(here, f"{name}.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -28,20 +28,28 @@ LIMIT_PAIRS = (("gpu_options_compare_h100.json", "gpu_reference_limit_h100.json"
                ("gpu_options_compare.json", "gpu_reference.json"))
 
 
-def gpu_limit_pair() -> dict | None:
+def fastest(variants: dict) -> tuple[str, dict]:
+    """(name, row) of the fastest timed variant of a gpu_reference.py size (rows without ``median_ms`` failed)."""
+    timed = {k: x for k, x in variants.items() if x.get("median_ms")}
+    best = min(timed, key=lambda k: timed[k]["median_ms"])
+    return best, timed[best]
+
+
+def limit_pair(cmp_name: str, ref_name: str) -> dict | None:
     """The WebGPU file with the runner's chosen flags, both precisions, and PyTorch CUDA at 518×686 from one device
-    call: {gpu, transformers, date, ours: {precision: (ms, flags)}, eager: variant, limit: (name, variant), files} or
-    None."""
-    for c, r in LIMIT_PAIRS:
-        cmp_, ref = load(c), load(r)
-        if not (cmp_ and ref and "wall_median_ms" in ref["sizes"]["518x686"]["variants"].get("eager-fp32", {})):
-            continue
-        chosen = cmp_["chosen"]["chosen"]
-        ours = {n.split(" | ")[1]: (v["median_ms"], chosen) for n, v in cmp_["bench"]["variants"].items()
-                if n.split(" | ")[2] == chosen}
-        v = {k: x for k, x in ref["sizes"]["518x686"]["variants"].items() if x.get("median_ms")}
-        best = min(v, key=lambda k: v[k]["median_ms"])
-        e = ref["environment"]
-        return {"gpu": e.get("gpu", "?"), "transformers": e["versions"].get("transformers"), "date": e.get("date"),
-                "ours": ours, "eager": v["eager-fp32"], "limit": (best, v[best]), "files": (c, r)}
-    return None
+    call (``gpu_options.py compare`` then ``gpu_reference.py``): {gpu, transformers, date, ours: {precision: (ms,
+    flags)}, eager: variant, limit: (name, variant), files} or None when either was not measured."""
+    cmp_, ref = load(cmp_name), load(ref_name)
+    if not (cmp_ and ref and "wall_median_ms" in ref["sizes"]["518x686"]["variants"].get("eager-fp32", {})):
+        return None
+    chosen = cmp_["chosen"]["chosen"]
+    ours = {n.split(" | ")[1]: (v["median_ms"], chosen) for n, v in cmp_["bench"]["variants"].items()
+            if n.split(" | ")[2] == chosen}
+    v, e = ref["sizes"]["518x686"]["variants"], ref["environment"]
+    return {"gpu": e.get("gpu", "?"), "transformers": e["versions"].get("transformers"), "date": e.get("date"),
+            "ours": ours, "eager": v["eager-fp32"], "limit": fastest(v), "files": (cmp_name, ref_name)}
+
+
+def gpu_limit_pair() -> dict | None:
+    """The first pair of LIMIT_PAIRS measured (limit_pair), or None."""
+    return next((p for p in (limit_pair(*names) for names in LIMIT_PAIRS) if p), None)

@@ -4,7 +4,7 @@ gpu_options_compare.json, gpu_reference.json, gpu_limit_probe.json, gpu_hazards.
 
 from __future__ import annotations
 
-from md_common import gpu_limit_pair, load
+from md_common import LIMIT_PAIRS, fastest, gpu_limit_pair, limit_pair, load
 
 _SHORT = {"webgpu": "WebGPU file", "fp32": "FP32 file", "int8": "INT8 file"}
 
@@ -68,7 +68,7 @@ def limit_pair_lines(L) -> None:
     """The WebGPU file against PyTorch CUDA eager FP32 and the device limit, timed in one device call
     (md_common.gpu_limit_pair: the newest such pair)."""
     lp = gpu_limit_pair()
-    if not lp or lp["files"][0] == "gpu_options_compare.json":
+    if not lp or lp["files"] == LIMIT_PAIRS[-1]:     # the H200 pair: the paragraph above already says it
         return
     (ms, flags), (dms, _), e, (best, b) = lp["ours"]["fp32"], lp["ours"]["default"], lp["eager"], lp["limit"]
     cmp_ = load(lp["files"][0])
@@ -88,18 +88,13 @@ def limit_pair_lines(L) -> None:
           f"**{ms / b['median_ms']:.1f}×** (FP32 enforced) and {dms / b['median_ms']:.1f}× (default). The "
           "limit is a compiled FP16 graph with fused attention and CUDA graphs; LiteRT's WebGPU delegate runs one "
           "dispatch per fused op, FP32 or FP16 arithmetic, with the input written and the output read each call."]
-    o = load("gpu_reference_limit_h100_transformers517.json")
-    oc = load("gpu_options_compare_h100_transformers517.json")
-    if o and oc:
-        ov = {k: x for k, x in o["sizes"]["518x686"]["variants"].items() if x.get("median_ms")}
-        ob = min(ov, key=lambda k: ov[k]["median_ms"])
-        ch = next(x["median_ms"] for n, x in oc["bench"]["variants"].items()
-                  if n.endswith(f"| fp32 | {oc['chosen']['chosen']}"))
-        L.append(f"An earlier call the same day with the device's transformers "
-                 f"{o['environment']['versions']['transformers']} (no mask either): WebGPU file {ch:.2f} ms FP32 "
-                 f"enforced, eager FP32 {ov['eager-fp32']['median_ms']:.2f} ms, limit `{ob}` "
-                 f"{ov[ob]['median_ms']:.2f} / {ov[ob]['wall_median_ms']:.2f} ms: the same ratios "
-                 f"({ch / ov['eager-fp32']['median_ms']:.2f}×, {ch / ov[ob]['median_ms']:.1f}×).")
+    o = limit_pair("gpu_options_compare_h100_transformers517.json", "gpu_reference_limit_h100_transformers517.json")
+    if o:
+        (ch, _), oe, (ob, obr) = o["ours"]["fp32"], o["eager"], o["limit"]
+        L.append(f"An earlier call the same day with the device's transformers {o['transformers']} (no mask "
+                 f"either): WebGPU file {ch:.2f} ms FP32 enforced, eager FP32 {oe['median_ms']:.2f} ms, limit `{ob}` "
+                 f"{obr['median_ms']:.2f} / {obr['wall_median_ms']:.2f} ms: the same ratios "
+                 f"({ch / oe['median_ms']:.2f}×, {ch / obr['median_ms']:.1f}×).")
 
 
 
@@ -168,9 +163,8 @@ def limit_sizes_lines(L, r: dict | None) -> None:
           "| size | eager FP32 events / wall ms | fastest variant | events / wall ms | events ÷ wall | rel-L2 vs float64 |",
           "|---|---|---|---|---|---|"]
     for size, s in r["sizes"].items():
-        v = {k: x for k, x in s["variants"].items() if x.get("median_ms")}
-        best = min(v, key=lambda k: v[k]["median_ms"])
-        f, b = v["eager-fp32"], v[best]
+        best, b = fastest(s["variants"])
+        f = s["variants"]["eager-fp32"]
         L.append(f"| {size} | {f['median_ms']:.2f} / {f['wall_median_ms']:.2f} | {best} | **{b['median_ms']:.2f}** / "
                  f"{b['wall_median_ms']:.2f} | {b['events_over_wall']:.3f} | {b['rel_l2_vs_float64']:.1e} |")
 

@@ -122,7 +122,7 @@ def which_file_rows() -> list[str]:
     h = load("h200.json")
     att = (load("gpu_attribution.json") or {}).get("bench_models")
     lp = gpu_limit_pair()
-    if lp and gpu:
+    if lp:
         # issue 30: the WebGPU file (chosen GPU flags, FP32 enforced) and PyTorch CUDA in one device call, both timers
         (ms, flags), e, (best, b) = lp["ours"]["fp32"], lp["eager"], lp["limit"]
         out.append(f"| GPU: {lp['gpu']} (LiteRT WebGPU over Vulkan) | FP32 | release WebGPU file "
