@@ -17,6 +17,8 @@ import argparse
 import datetime
 import json
 import os
+import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -25,6 +27,8 @@ import tempfile
 import threading
 import time
 import zlib
+
+import hostile_items
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "benchmarks", "results", "hostile_inputs.json")
@@ -66,40 +70,47 @@ class SilentServer:
 
 
 def run(code: str, args: list[str], env_extra: dict | None = None, interrupt_on: str | None = None,
-        delay: float = 0.0) -> dict:
-    """``python -m edgedepth ARGS`` with ``code`` (a src folder) first on the path; SIGINT ``delay`` s after stderr
-    shows ``interrupt_on``.  Returns exit code, the edgedepth line, seconds, peak RSS."""
+        delay: float = 0.0, *, sig: int = signal.SIGINT, cap: float = CAP_S, module: bool = True,
+        keep_all: bool = False) -> dict:
+    """``python -m edgedepth ARGS`` (``module=False``: ``python ARGS``) with ``code`` (a src folder) first on the path;
+    signal ``sig`` ``delay`` s after stderr shows ``interrupt_on``; killed after ``cap`` s.  Returns exit code, the
+    edgedepth line, seconds, peak RSS, stdout, third-party log lines counted."""
     env = {**os.environ, "PYTHONPATH": code, **(env_extra or {})}
     t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-m", "edgedepth", *args], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                         env=env, cwd=tempfile.gettempdir())
-    err, sent, seen = b"", None, None
+    p = subprocess.Popen([sys.executable, *(["-m", "edgedepth"] if module else []), *args], stderr=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=tempfile.gettempdir())
+    err, out, sent, seen = b"", b"", None, None
     os.set_blocking(p.stderr.fileno(), False)
+    os.set_blocking(p.stdout.fileno(), False)
     while True:
         chunk = p.stderr.read() or b""
         err += chunk
+        out += p.stdout.read() or b""
         if interrupt_on and sent is None and interrupt_on.encode() in err:
             seen = seen or time.perf_counter()
             if time.perf_counter() - seen >= delay:
-                p.send_signal(2)
+                p.send_signal(sig)
                 sent = time.perf_counter()
         pid, status, usage = os.wait4(p.pid, os.WNOHANG)
         if pid:
             break
-        if time.perf_counter() - t0 > CAP_S:
+        if time.perf_counter() - t0 > cap:
             p.kill()
             pid, status, usage = os.wait4(p.pid, 0)
             break
         time.sleep(0.05)
     end = time.perf_counter()
     err += p.stderr.read() or b""
-    lines = [ln.strip() for ln in err.decode(errors="replace").replace("\r", "\n").splitlines() if ln.strip()]
+    out += p.stdout.read() or b""
+    text = err.decode(errors="replace")
+    lines = [ln.strip() for ln in text.replace("\r", "\n").splitlines() if ln.strip()]
     said = [ln for ln in lines if ln.startswith("edgedepth:")] or lines[-1:]
     return {"exit_code": os.waitstatus_to_exitcode(status), "said": said[0][:300] if said else "",
             "seconds": round(end - t0, 1), "peak_rss_gb": round(usage.ru_maxrss / 2**20, 2),
-            "killed_after_cap": end - t0 > CAP_S,
+            "killed_after_cap": end - t0 > cap,
             **({"seconds_from_sigint_to_exit": round(end - sent, 1)} if sent else {}),
-            "traceback": "Traceback" in err.decode(errors="replace")}
+            "traceback": "Traceback" in text, "stdout": out.decode(errors="replace"),
+            "noise_lines": hostile_items.noise_lines(text), **({"stderr_lines": lines} if keep_all else {})}
 
 
 def cases(work: str, tiny: str) -> dict:
@@ -141,7 +152,12 @@ def main(argv=None) -> int:
     ap.add_argument("--before", required=True, help="a checkout of the older commit (git worktree)")
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--only", default=None, help="re-run the cases whose name starts with this, merged into --out")
+    ap.add_argument("--set", choices=("inputs", "items"), default="inputs",
+                    help="inputs: the first round's cases; items: the second round's, one or more per audit item "
+                         "(benchmarks/hostile_items.py; default --out results/hostile_inputs_items.json)")
     a = ap.parse_args(argv)
+    if a.set == "items":
+        return main_items(a)
     codes = {"before": os.path.join(os.path.abspath(a.before), "src"), "after": os.path.join(ROOT, "src")}
     rev = subprocess.run(["git", "-C", a.before, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     with tempfile.TemporaryDirectory(prefix="edgedepth-hostile-") as work:
@@ -163,6 +179,7 @@ def main(argv=None) -> int:
                 args_now = [x[len("{after:"):-1] if x.startswith("{after:") else x for x in args
                             if side == "after" or not x.startswith("{after:")]     # options the old code lacks
                 r = run(code, [x.replace("{out}", out).replace("{recipe}", recipe) for x in args_now], env, *(sig or ()))
+                r.pop("stdout")
                 r.update(left_on_disk(out))
                 if name.startswith("release"):
                     r["user_file_kept"] = os.path.isfile(os.path.join(out, "thesis.txt"))
@@ -182,6 +199,45 @@ def main(argv=None) -> int:
     with open(tmp, "w") as f:
         f.write(json.dumps(report, indent=2) + "\n")
     os.replace(tmp, a.out)
+    return 0
+
+
+def main_items(a) -> int:
+    """The second round: every case of hostile_items.CASES with each code base, the same fresh inputs for both."""
+    out_path = a.out if a.out != OUT else OUT.replace(".json", "_items.json")
+    rev = subprocess.run(["git", "-C", a.before, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="edgedepth-hostile-") as work:
+        tiny_dir = os.path.join(work, "tiny")
+        subprocess.run([sys.executable, "-m", "edgedepth", "export", "--model", "synthetic-tiny", "--size", "56x70",
+                        "--precision", "fp32", "--out", tiny_dir, "--quiet"], check=True, capture_output=True)
+        tiny = os.path.join(tiny_dir, next(n for n in os.listdir(tiny_dir) if n.endswith(".tflite")))
+        from edgedepth.samples import sample_photo
+        sides = {side: hostile_items.Side(side, code, work, run) for side, code in
+                 {"before": os.path.join(os.path.abspath(a.before), "src"), "after": os.path.join(ROOT, "src")}.items()}
+        shared = hostile_items.shared_inputs(work, tiny, sample_photo(), sides, os.path.join(ROOT, "web"), flat_png)
+        results = {}
+        for name, (item, what, case) in hostile_items.CASES.items():
+            if a.only and not name.startswith(a.only):
+                continue
+            for side in sides.values():
+                r = case(side, shared)
+                r.pop("stdout", None)
+                results.setdefault(name, {"item": item, "what": what})[side.name] = r
+                print(f"{name:34s} {side.name:6s} exit {str(r.get('exit_code')):>4s} {r.get('seconds', 0):6.1f} s  "
+                      f"{r.get('outcome', r.get('skipped', ''))[:70]}  {r.get('said', '')[:60]}", flush=True)
+    report = {"kind": "edgedepth.hostile_inputs_items", "date": datetime.date.today().isoformat(),
+              "before": rev.stdout.strip() or a.before, "cpu": _cpu(), "root": os.geteuid() == 0, "cases": results,
+              "method": "one child process per case and code base, inputs made fresh for each; the tiny release of "
+                        "each side built by that side's code (synthetic-tiny, 28x42, no parity images, no GPU check); "
+                        f"a case still running after {hostile_items.CAP_S} s (builds: 600 s) is killed"}
+    if a.only and os.path.exists(out_path):
+        old = json.load(open(out_path))
+        report["cases"] = {k: v for k, v in old["cases"].items() if k not in results} | results
+        report["re_runs"] = old.get("re_runs", []) + [{"date": report["date"], "cases": sorted(results)}]
+    tmp = out_path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, out_path)
     return 0
 
 

@@ -19,7 +19,7 @@ from md_gpu import plot as gpu_plot, section_gpu_attribution, summary_lines as g
 from md_gpu_truth import (section_browser_h200, section_cpu_int8_xeon, section_gpu_hazards, section_gpu_limit,
                           section_gpu_options, section_webcam_gpu_frames, section_webcam_overlap,
                           summary_lines as truth_summary)
-from md_hostile import section_hostile
+from md_hostile import section_hostile, section_hostile_items
 from md_onnx import section_onnx_dynamic, summary_lines as onnx_summary
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
 from md_peers import section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary
@@ -497,6 +497,7 @@ def render(plots: bool = True) -> str:
                         "whose SHA-256 matches.")
     section_reproducibility(L)
     section_hostile(L)
+    section_hostile_items(L)
     section_parity(L, "parity_swiftshader.json", "Parity vs PyTorch on the GPU accelerator (SwiftShader, CPU machine)",
                    note="The full-size files compile fully on SwiftShader, but a full-size GPU run fails there when LiteRT "
                         "locks the tensor buffer (the row below says so; a software Vulkan driver, not the graph: the same "

@@ -45,3 +45,29 @@ def section_hostile(L: list[str]) -> None:
     for name, sides in r["cases"].items():
         L.append(f"| {LABELS.get(name, name)} | {_cell(sides['before'])} | {_cell(sides['after'])} |")
     L.append("")
+
+
+def _item_cell(r: dict) -> str:
+    if "skipped" in r:
+        return f"not run ({r['skipped']})"
+    if r.get("exit_code") is None:          # a case made of several measurements: its outcome says it all
+        return r["outcome"].replace("|", "\\|")
+    said = r.get("said", "").replace("|", "\\|")
+    said = said if len(said) <= 80 else said[:77] + "…"
+    killed = " (killed)" if r.get("killed_after_cap") else ""
+    return (f"exit {r['exit_code']}, {r['seconds']:.1f} s{killed}; {r['outcome']}"
+            + (f"; says “{said}”" if said.startswith("edgedepth") else ""))
+
+
+def section_hostile_items(L: list[str]) -> None:
+    r = load("hostile_inputs_items.json")
+    if not r:
+        return
+    L += ["## Hostile paths, signals and load: the second round", "",
+          f"`benchmarks/hostile_inputs.py --set items`, one run on {r['cpu']} ({r['date']}"
+          f"{', as root' if r.get('root') else ''}), each case with the code of commit {r['before']} (before) and of "
+          f"this tree (after). Method: {r['method']}. Every case is also a test in `tests/bad_input/`.", "",
+          "| # | case | before | after |", "|---|---|---|---|"]
+    for sides in r["cases"].values():
+        L.append(f"| {sides['item']} | {sides['what']} | {_item_cell(sides['before'])} | {_item_cell(sides['after'])} |")
+    L.append("")

@@ -23,11 +23,13 @@ import torch
 from torch import nn
 
 from .errors import EdgedepthError
+from .fsutil import open_input, regular_file
 from .models import (DEFAULT_HF_ID, DEFAULT_MODEL, DEFAULT_REVISION, MEMBERS, SYNTHETIC, Checkpoint,  # noqa: F401
                      config_hints, encoder_layers, family_of_config, family_of_hub_id, family_of_synthetic)
 from .variants import register_variant, split_variant  # noqa: F401  (register_variant: re-exported for callers)
 
 SYNTHETIC_SEED = 0
+MAX_CONFIG_BYTES = 16 << 20       # far above any config.json; a bigger one is not read into memory
 SYNTHETIC_WARNING = (
     "WARNING: synthetic weights (seeded random, not trained): depth maps from this model are meaningless; "
     "use --model HF_ID@REV or a local HF folder for real depth"
@@ -38,11 +40,12 @@ def _folder_family(folder: str):
     """The family of a checkpoint folder, from its config.json (``model_type``, or the depth-anything-3 package's
     ``model_name``); another architecture, or an unreadable config, is a one-line error, not a half-initialised
     model."""
-    try:
-        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, ValueError) as e:
-        raise EdgedepthError(f"{folder!r}: config.json is unreadable ({type(e).__name__})", option="model") from None
+    with open_input(os.path.join(folder, "config.json"), "checkpoint file") as f:    # a FIFO: one line, not a hang
+        try:
+            config = json.loads(f.read(MAX_CONFIG_BYTES + 1).decode("utf-8"))
+        except (OSError, ValueError, RecursionError) as e:
+            raise EdgedepthError(f"{folder!r}: config.json is unreadable ({type(e).__name__})",
+                                 option="model") from None
     if not isinstance(config, dict):
         kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(config), "number")
         raise EdgedepthError(f"{folder!r}: config.json holds a JSON {kind}, not an object "
@@ -70,10 +73,11 @@ def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False) -> Checkp
             print(SYNTHETIC_WARNING, file=sys.stderr)
         return ckpt
     if os.path.isdir(spec):
-        if not os.path.isfile(os.path.join(spec, "config.json")):
+        if not os.path.lexists(os.path.join(spec, "config.json")):
             raise EdgedepthError(f"{spec!r} is a folder but has no config.json: not a Hugging Face checkpoint folder")
         return _folder_family(spec).load_pretrained(spec, None, "local")
-    if os.path.isfile(spec):
+    if os.path.lexists(spec):
+        regular_file(spec, "model")     # a FIFO, device or /proc file: says what it is
         raise EdgedepthError(f"model {spec!r}: expected a checkpoint (HF_ID[@REV], a folder, synthetic), not a file",
                              option="model")
     hf_id, _, rev = spec.partition("@")

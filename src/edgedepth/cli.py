@@ -7,7 +7,6 @@ Errors caused by input (bad files, bad sizes, unwritable folders, missing checkp
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import dataclasses
 import errno
@@ -21,7 +20,7 @@ import numpy as np
 from . import formats, interrupt
 from .errors import EdgedepthError
 from .formats.base import list_option
-from .fsutil import made_dir, write_bytes_atomic
+from .fsutil import made_dir, temp_target, write_bytes_atomic
 from .images import image_set, image_set_hash
 from .models import DEFAULT_MODEL, MEMBERS, SYNTHETIC
 from .predict import predict, validate_inputs
@@ -31,7 +30,7 @@ from .release import build, load_recipe
 from .release.build import stage_count
 from .release.manifest import (check_made_from, escape, load as load_manifest, member_of_file,
                                verify as verify_release, verify_files_next_to, verify_next_to)
-from .release.outdir import check_out_dir
+from .release.outdir import check_export_dir, check_out_dir
 from .runtimes import BACKENDS as RUNTIME_BACKENDS, REFERENCE_BACKEND, native_log_shown
 from .serve import add_parser as add_serve_parser
 from .verify import records
@@ -43,6 +42,7 @@ from .verify.validate import validate
 
 
 def cmd_export(args) -> int:
+    check_export_dir(args.out)          # never into a release folder: its files would no longer match it
     with made_dir(args.out):      # checks the folder is writable; a failed export leaves no empty folder behind
         return _export(args)
 
@@ -139,16 +139,18 @@ def cmd_predict(args) -> int:
     from tqdm import tqdm
 
     with made_dir(args.output):     # a failed run leaves no empty folder behind
-        validate_inputs(args.images, args.output, args.max_pixels)  # before a possibly slow model load
+        validate_inputs(args.images, args.output, args.max_pixels, raw=args.raw,     # before a possibly slow
+                        overwrite=args.overwrite)                                   # model load
         runner, member = _runner_for(args.model, args.backend, args.size, args.threads)
         max_depth = member.max_depth if member and member.is_metric else None
         desc = f"predict ({runner.name}{', metres' if max_depth else ''})"
         with tqdm(total=len(args.images), file=sys.stderr, disable=args.quiet, desc=desc) as bar:
             written = predict(args.images, runner, args.output, raw=args.raw, progress=lambda _: bar.update(1),
                               max_depth=max_depth, max_pixels=args.max_pixels,
-                              larger_is_farther=bool(member and member.larger_is_farther))
+                              larger_is_farther=bool(member and member.larger_is_farther),
+                              overwrite=args.overwrite)
     for w in written:
-        print(w)
+        print(escape(w))        # a newline or escape sequence in a photo's name never reaches the terminal raw
     return 0
 
 
@@ -238,12 +240,12 @@ def cmd_bench(args) -> int:
 
 
 def cmd_release(args) -> int:
-    check_out_dir(args.out)           # refusals before any work (build checks again, under its lock)
+    check_out_dir(args.out, force=args.force)    # refusals before any work (build checks again, under its lock)
     recipe = load_recipe(args.recipe).with_overrides(
-        model=args.model, sizes=[x.strip() for x in args.sizes.split(",")] if args.sizes else None,
+        model=args.model, sizes=None if args.sizes is None else args.sizes.split(","),
         parity_images=args.parity_images)
     with Stages(stage_count(recipe, gpu_check=not args.no_gpu_check), enabled=not args.quiet) as s:
-        m = build(recipe, args.out, gpu_check=not args.no_gpu_check, progress=s.start)
+        m = build(recipe, args.out, gpu_check=not args.no_gpu_check, progress=s.start, force=args.force)
     for f in m["files"]:
         print(f"{f['path']}  {f['bytes'] / 1e6:8.1f} MB  {f['sha256'][:16]}…")
     print(f"release folder: {args.out} (verify with: edgedepth verify {args.out})")
@@ -378,6 +380,8 @@ def _add_predict(sub, o: _Options) -> None:
     r.add_argument("--raw", action="store_true",
                    help="also write float .npy and 16-bit PNG depth (metric models: metres, millimetres), and "
                         "<stem>_confidence.npy / <stem>_sky.npy (the raw values) where the model has one")
+    r.add_argument("--overwrite", action="store_true",
+                   help="replace output files that already exist (never one of the input photos)")
     r.set_defaults(func=cmd_predict)
 
 
@@ -426,6 +430,8 @@ def _add_release(sub, o: _Options) -> None:
     rl.add_argument("--sizes", default=None, help="override the recipe's sizes, comma-separated HxW")
     rl.add_argument("--parity-images", type=int, default=None, help="override the recipe's parity image count (0: none)")
     rl.add_argument("--no-gpu-check", action="store_true", help="skip the GPU delegation check")
+    rl.add_argument("--force", action="store_true",
+                    help="replace an earlier release even where files in it were changed or added (they are lost)")
     rl.set_defaults(func=cmd_release)
 
 
@@ -444,49 +450,6 @@ def build_parser() -> argparse.ArgumentParser:
         add(sub, o)
     add_serve_parser(sub)
     return p
-
-
-@contextlib.contextmanager
-def _quiet_native_logs(verbose: bool, owns_process: bool):
-    """Keep third-party log output off the terminal unless ``verbose`` (errors still show).
-
-    Python side: warnings, and log records below ERROR of every library (torchao's "Failed to load ..._C_*.so" via
-    the root logger, torch's ``_pytree`` deprecation lines via torch's own "torch" logger: ``logging.disable``).  Native side (C++ writing
-    to fd 2, out of Python's reach): TensorFlow/absl INFO via their environment variables; LiteRT's INFO lines are
-    captured around each model load (``runtimes.native_log_captured``, told by ``EDGEDEPTH_VERBOSE``); the lines
-    LiteRT writes as the process ends go to /dev/null when this call owns the process."""
-    import logging
-    import warnings
-
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ.setdefault("GLOG_minloglevel", "2")
-    saved_env = os.environ.get("EDGEDEPTH_VERBOSE")
-    with warnings.catch_warnings():
-        if verbose:
-            os.environ["EDGEDEPTH_VERBOSE"] = "1"
-        else:
-            warnings.simplefilter("ignore")
-            # Not logger levels: torch sets its own loggers' levels when it is first imported, which may be later.
-            logging.disable(logging.WARNING)
-            if owns_process:
-                atexit.register(_stderr_to_devnull)
-        try:
-            yield
-        finally:
-            if not verbose:
-                logging.disable(logging.NOTSET)
-            if saved_env is None:
-                os.environ.pop("EDGEDEPTH_VERBOSE", None)
-            else:
-                os.environ["EDGEDEPTH_VERBOSE"] = saved_env
-
-
-def _stderr_to_devnull() -> None:
-    """At exit, after the last line of ours: LiteRT logs a line per accelerator as its environments are destroyed."""
-    sys.stderr.flush()
-    fd = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(fd, 2)
-    os.close(fd)
 
 
 _DISK_ERRORS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
@@ -512,24 +475,31 @@ def _disk_problem(e: BaseException) -> str | None:
     names += [v for f in reversed(frames) for v in f.f_locals.values() if isinstance(v, str)]
     path = os.fspath(e.filename) if e.filename else None
     for name in map(os.fspath, names):
+        target = temp_target(name)
         m = _ATOMIC_TEMP.match(os.path.basename(name))
-        if m:
-            path = os.path.join(os.path.dirname(name), m.group(1))
+        if target or m:
+            path = target or os.path.join(os.path.dirname(name), m.group(1))
             break
     where = f"cannot write {path!r}" if path else "cannot write the output"
     return f"{where}: {_DISK_ERRORS[e.errno]}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    with interrupt.handling():      # Ctrl-C: exit 130, also while native code runs (edgedepth.interrupt)
+def main(argv: list[str] | None = None, *, owns_process: bool | None = None) -> int:
+    """Run the CLI; ``owns_process`` (default: ``argv is None``): a command of its own process (a script's
+    ``sys.exit(main([...], owns_process=True))``), whose stderr may be closed to native log lines at exit."""
+    from .runtimes.quiet import quiet_logs
+
+    with interrupt.handling():      # Ctrl-C, SIGTERM, SIGHUP: exit 128 + signal, also while native code runs
         try:
             args = build_parser().parse_args(argv)
             verbose = bool(getattr(args, "verbose", False)) or native_log_shown()
-            with _quiet_native_logs(verbose, owns_process=argv is None):
+            with quiet_logs(verbose, owns_process=argv is None if owns_process is None else owns_process):
                 return args.func(args)
-        except KeyboardInterrupt:
-            print("edgedepth: interrupted", file=sys.stderr)
-            return 130
+        except KeyboardInterrupt as e:
+            stop = e if isinstance(e, interrupt.Interrupted) else interrupt.Interrupted()
+            with contextlib.suppress(OSError):      # SIGHUP: the terminal may be gone
+                print(f"edgedepth: {stop.word}", file=sys.stderr, flush=True)
+            return stop.exit_code
         except Exception as e:
             disk = None if isinstance(e, EdgedepthError) else _disk_problem(e)
             if isinstance(e, EdgedepthError) or disk:

@@ -14,7 +14,7 @@ import hashlib
 import os
 
 from .errors import EdgedepthError
-from .fsutil import sha256_file
+from .fsutil import regular_file, sha256_file
 from .preprocess import MAX_PIXELS, image_size, load_image
 
 # (package, relative path, description, license/credit) — the package's own docs state these licenses.
@@ -92,8 +92,9 @@ def default_image_set(root: str | None = None) -> list[ImageItem]:
     items = []
     for pkg, rel, _desc, lic in SOURCES:
         path = os.path.join(root, os.path.basename(rel)) if root else os.path.join(_package_dir(pkg), rel)
-        if not os.path.isfile(path):
+        if not os.path.lexists(path):
             raise EdgedepthError(f"default image {path!r} is missing from the installed {pkg} package")
+        regular_file(path, "default image")
         stem = os.path.splitext(os.path.basename(rel))[0]
         for name, box, mirror in VIEWS:
             items.append(ImageItem(f"{stem}/{name}", path, (box, mirror), lic))

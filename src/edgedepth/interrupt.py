@@ -1,4 +1,6 @@
-"""Ctrl-C that always ends a command: exit 130, its temp files removed, even while the converter runs.
+"""Ctrl-C that always ends a command: exit 130, its temp files removed, even while the converter runs.  SIGTERM
+(``timeout``, ``docker stop``, a cancelled CI job) and SIGHUP (a closed terminal) take the same path and end it with
+128 + the signal number (143, 129): :class:`Interrupted` is a ``KeyboardInterrupt`` carrying the signal.
 
 Python runs a SIGINT handler between bytecodes of the main thread, and raises ``KeyboardInterrupt`` from there.  During
 a conversion that can be inside a callback whose exceptions the interpreter prints and drops: measured with
@@ -27,19 +29,40 @@ import threading
 
 REDELIVER_S = 0.1       # delay before an interrupt that was swallowed is delivered again
 
-_state = {"active": False, "interrupted": False, "timer": None}
+# The signals handled, and the word the CLI ends with ("edgedepth: terminated"); SIGHUP does not exist on Windows.
+SIGNALS = {s: word for s, word in ((signal.SIGINT, "interrupted"), (getattr(signal, "SIGTERM", None), "terminated"),
+                                   (getattr(signal, "SIGHUP", None), "hung up")) if s is not None}
+
+_state = {"active": False, "signum": None, "timer": None}
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, SIGTERM or SIGHUP: a ``KeyboardInterrupt`` (every cleanup path that handles Ctrl-C runs) with the
+    signal's number; the command ends with :attr:`exit_code`."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(SIGNALS.get(signum, "interrupted"))
+        self.signum = int(signum)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def word(self) -> str:
+        return SIGNALS.get(self.signum, "interrupted")
 
 
 def interrupted() -> bool:
-    """Whether Ctrl-C was pressed since :func:`handling` started (False outside it)."""
-    return _state["interrupted"]
+    """Whether Ctrl-C (or SIGTERM, SIGHUP) came since :func:`handling` started (False outside it)."""
+    return _state["signum"] is not None
 
 
 def check() -> None:
-    """Raise ``KeyboardInterrupt`` if an interrupt was recorded: call it where a swallowed interrupt must not let work
+    """Raise :class:`Interrupted` if an interrupt was recorded: call it where a swallowed interrupt must not let work
     go on (after a converter returns, before a file or folder is put in place)."""
-    if _state["interrupted"]:
-        raise KeyboardInterrupt
+    if _state["signum"] is not None:
+        raise Interrupted(_state["signum"])
 
 
 def checking(progress=None):
@@ -78,16 +101,17 @@ def _importing(frame) -> bool:
 
 
 def _handler(signum, frame) -> None:
-    _state["interrupted"] = True
+    if _state["signum"] is None:    # the first signal is what ends the command (its exit code)
+        _state["signum"] = signum
     if _importing(frame):
         _redeliver()            # not inside an import: an extension's init cannot unwind it (see the module doc)
         return
-    raise KeyboardInterrupt
+    raise Interrupted(_state["signum"])
 
 
 def _send() -> None:
-    if _state["active"]:
-        os.kill(os.getpid(), signal.SIGINT)
+    if _state["active"] and _state["signum"] is not None:
+        os.kill(os.getpid(), _state["signum"])
 
 
 def _redeliver() -> None:
@@ -102,7 +126,8 @@ def _redeliver() -> None:
 
 @contextlib.contextmanager
 def handling():
-    """Install the recording SIGINT handler (and the unraisable-exception hook) for the block; restore both after.
+    """Install the recording handler of :data:`SIGNALS` (and the unraisable-exception hook) for the block; restore
+    both after.
 
     Outside the main thread (where Python cannot install signal handlers) the block runs unchanged."""
     if threading.current_thread() is not threading.main_thread():
@@ -116,15 +141,17 @@ def handling():
             return
         previous_hook(info)
 
-    previous = signal.signal(signal.SIGINT, _handler)
+    # A signal set to be ignored (``nohup``: SIGHUP; a background job: SIGINT) stays ignored
+    previous = {s: signal.signal(s, _handler) for s in SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
     sys.unraisablehook = unraisable
-    _state.update(active=True, interrupted=False)
+    _state.update(active=True, signum=None)
     try:
         yield
     finally:
-        _state.update(active=False, interrupted=False)
+        _state.update(active=False, signum=None)
         if _state["timer"] is not None:
             _state["timer"].cancel()
             _state["timer"] = None
         sys.unraisablehook = previous_hook
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)   # None: a handler set outside Python

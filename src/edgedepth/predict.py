@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from .errors import EdgedepthError
-from .fsutil import atomic_path, ensure_writable_dir, made_dir
+from .fsutil import atomic_path, check_output_path, ensure_writable_dir, made_dir
 from .preprocess import MAX_PIXELS, load_and_preprocess, load_image
 
 COLORMAP = "inferno"  # perceptually uniform; bright = near (inverse depth)
@@ -125,6 +125,18 @@ def colour_bar(rgb: np.ndarray, lo: float, hi: float, ticks: int = 5) -> np.ndar
     return np.asarray(canvas)
 
 
+# The further outputs predict writes beside the depth (roles of ModelFamily.outputs_of), each as a grey map
+MAPS = ("confidence", "sky")
+
+
+def output_names(stem: str, raw: bool, roles: tuple[str, ...] = ()) -> list[str]:
+    """The file names predict writes for a photo named ``stem`` (in write order): the one place they are made."""
+    names = [f"{stem}_depth.png"] + ([f"{stem}_depth.npy", f"{stem}_depth16.png"] if raw else [])
+    for role in roles:
+        names += [f"{stem}_{role}.png"] + ([f"{stem}_{role}.npy"] if raw else [])
+    return names
+
+
 def write_outputs(depth: np.ndarray, stem: str, out_dir: str, raw: bool, metric: bool = False,
                   larger_is_farther: bool = False) -> list[str]:
     """Relative depth: colour PNG (bright = near, per-photo min-max, whichever way the model's output grows:
@@ -132,17 +144,16 @@ def write_outputs(depth: np.ndarray, stem: str, out_dir: str, raw: bool, metric:
     (metres): colour PNG with a colour bar labelled in metres, with ``raw`` the .npy in metres and a 16-bit PNG in
     millimetres (clipped at 65.535 m; a note on stderr says how much)."""
     written = []
-    png = os.path.join(out_dir, f"{stem}_depth.png")
+    png, *raws = (os.path.join(out_dir, n) for n in output_names(stem, raw))
     if metric:      # bright = near, as for relative (inverse) depth
         _save_png(png, colour_bar(colorize(-depth), float(depth.min()), float(depth.max())))
     else:
         _save_png(png, colorize(-depth if larger_is_farther else depth))
     written.append(png)
     if raw:
-        npy = os.path.join(out_dir, f"{stem}_depth.npy")
+        npy, png16 = raws
         with atomic_path(npy) as tmp, open(tmp, "wb") as f:
             np.save(f, np.asarray(depth, np.float32))
-        png16 = os.path.join(out_dir, f"{stem}_depth16.png")
         if metric:
             mm, clipped = metres_png16(depth)
             if clipped:
@@ -156,50 +167,72 @@ def write_outputs(depth: np.ndarray, stem: str, out_dir: str, raw: bool, metric:
     return written
 
 
-# The further outputs predict writes beside the depth (roles of ModelFamily.outputs_of), each as a grey map
-MAPS = ("confidence", "sky")
-
-
 def write_map(values: np.ndarray, role: str, stem: str, out_dir: str, raw: bool) -> list[str]:
     """[H,W] further output (photo-sized; ``role`` one of :data:`MAPS`) -> ``<stem>_<role>.png``: 8-bit grey, min-max
     per photo, larger = brighter (more confident, more sky); with ``raw`` also ``<stem>_<role>.npy`` (float32, the
     values as they are)."""
-    png = os.path.join(out_dir, f"{stem}_{role}.png")
+    png, *raws = (os.path.join(out_dir, n) for n in output_names(stem, raw, (role,))[1 + 2 * raw:])
     lo, hi = float(np.min(values)), float(np.max(values))
     _save_png(png, _sliced(values, lambda c: (_scaled(c, lo, hi) * 255 + 0.5).astype(np.uint8), np.uint8), "L")
     written = [png]
     if raw:
-        npy = os.path.join(out_dir, f"{stem}_{role}.npy")
+        npy, = raws
         with atomic_path(npy) as tmp, open(tmp, "wb") as f:
             np.save(f, np.asarray(values, np.float32))
         written.append(npy)
     return written
 
 
-def validate_inputs(images: list[str], out_dir: str, max_pixels: int = MAX_PIXELS) -> None:
-    """Check every image (at most ``max_pixels`` pixels each) and the output folder up front, before a model is loaded
-    or anything is run."""
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def _identity(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def validate_inputs(images: list[str], out_dir: str, max_pixels: int = MAX_PIXELS, *, raw: bool = False,
+                    roles: tuple[str, ...] = (), overwrite: bool = False) -> None:
+    """Check every image (at most ``max_pixels`` pixels each), the output folder and every file the run will write,
+    up front, before a model is loaded or anything is run: no two inputs may give one output name, no output may be
+    one of the inputs (not even with ``overwrite``), every output must be absent or (with ``overwrite``) a regular
+    file (:func:`fsutil.check_output_path`)."""
     ensure_writable_dir(out_dir)
-    stems = set()
+    stems: dict[str, str] = {}
     for p in images:
         load_image(p, max_pixels)
-        stem = os.path.splitext(os.path.basename(p))[0]
+        stem = _stem(p)
         if stem in stems:
-            raise EdgedepthError(f"two inputs share the name {stem!r}; their outputs would overwrite each other")
-        stems.add(stem)
+            raise EdgedepthError(f"inputs {stems[stem]!r} and {p!r} share the name {stem!r}: their outputs would "
+                                 "overwrite each other; rename one")
+        stems[stem] = p
+    inputs = {_identity(p): p for p in images}      # by file identity: symlinks and hard links too
+    for stem in stems:
+        for name in output_names(stem, raw, roles):
+            out = check_output_path(os.path.join(out_dir, name))
+            hit = inputs.get(_identity(out)) if os.path.lexists(out) else None
+            if hit is not None:
+                raise EdgedepthError(f"output {out!r} would overwrite the input {hit!r}: choose another output "
+                                     "folder")
+            if os.path.lexists(out) and not overwrite:
+                raise EdgedepthError(f"output {out!r} exists: pass --overwrite to replace it, or choose another "
+                                     "output folder")
 
 
 def predict(images: list[str], runner, out_dir: str, raw: bool = False, progress=None,
-            max_depth: float | None = None, max_pixels: int = MAX_PIXELS, larger_is_farther: bool = False) -> list[str]:
+            max_depth: float | None = None, max_pixels: int = MAX_PIXELS, larger_is_farther: bool = False,
+            overwrite: bool = False) -> list[str]:
     """Run ``runner`` on each image (checked first with :func:`validate_inputs`); returns the written paths.
     ``max_depth``: the model is metric (metres, 0..max_depth): outputs in metres, see :func:`write_outputs`;
     ``larger_is_farther``: a relative model whose output grows with distance (``Member.larger_is_farther``).
     A runner with a ``confidence`` or ``sky`` output (``output_names``) also gives :func:`write_map`'s files.
+    Existing outputs are replaced only with ``overwrite`` (never an input: :func:`validate_inputs`).
     An output folder this call creates is removed again if it fails before writing anything."""
     with made_dir(out_dir):
-        validate_inputs(images, out_dir, max_pixels)
-        size = (int(runner.input_shape[2]), int(runner.input_shape[3]))
         maps = [r for r in getattr(runner, "output_names", ()) if r in MAPS]
+        validate_inputs(images, out_dir, max_pixels, raw=raw, roles=tuple(maps), overwrite=overwrite)
+        size = (int(runner.input_shape[2]), int(runner.input_shape[3]))
         written = []
         for p in images:
             x, orig = load_and_preprocess(p, size, getattr(runner, "input_dtype", "float32"), max_pixels)
@@ -207,7 +240,7 @@ def predict(images: list[str], runner, out_dir: str, raw: bool = False, progress
             depth = resize_depth(out["depth"], orig)
             if max_depth is not None:       # bicubic resizing may overshoot the head's 0..max_depth range
                 depth = np.clip(depth, 0.0, max_depth, out=depth)
-            stem = os.path.splitext(os.path.basename(p))[0]
+            stem = _stem(p)
             written += write_outputs(depth, stem, out_dir, raw, max_depth is not None, larger_is_farther)
             for role in maps:
                 written += write_map(resize_depth(out[role], orig), role, stem, out_dir, raw)

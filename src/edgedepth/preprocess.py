@@ -15,6 +15,7 @@ import threading
 import numpy as np
 
 from .errors import EdgedepthError
+from .fsutil import open_input
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -63,32 +64,32 @@ def _pil_limit_lifted():
             Image.MAX_IMAGE_PIXELS = saved
 
 
+@contextlib.contextmanager
 def _opened(path: str, max_pixels: int):
-    """``path`` opened by PIL (header read, nothing decoded) and checked against ``max_pixels``; one-line errors."""
+    """``path`` opened by PIL (header read, nothing decoded) and checked against ``max_pixels``, for a block: the file
+    is read through :func:`edgedepth.fsutil.open_input` (a FIFO, device or /proc file is one line, never a hang) and
+    closed after the block.  One-line errors."""
     from PIL import Image, UnidentifiedImageError
 
     if isinstance(max_pixels, bool) or not isinstance(max_pixels, (int, np.integer)) or max_pixels < 1:
         raise EdgedepthError(f"max_pixels {max_pixels!r}: must be a whole number of pixels, at least 1",
                              option="max_pixels")
-    if not os.path.exists(path):
-        raise EdgedepthError(f"image {path!r} does not exist")
-    if os.path.isdir(path):
-        raise EdgedepthError(f"image {path!r} is a folder, not an image file")
-    if os.path.getsize(path) == 0:
-        raise EdgedepthError(f"image {path!r} is empty (0 bytes)")
-    try:
-        img = Image.open(path)
-    except UnidentifiedImageError:
-        raise EdgedepthError(f"{path!r} is not an image PIL can read") from None
-    except (OSError, SyntaxError, ValueError) as e:
-        raise EdgedepthError(f"image {path!r} is corrupt or truncated: {e}") from None
-    w, h = img.size
-    if w * h > max_pixels:
-        img.close()
-        raise EdgedepthError(f"max_pixels {max_pixels} ({max_pixels / 1e6:g} megapixels) exceeded: image {path!r} is "
-                             f"{w}x{h} ({w * h / 1e6:.1f} megapixels); raise the limit for a genuine photo this large",
-                             option="max_pixels")
-    return img
+    with open_input(path, "image") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            raise EdgedepthError(f"image {path!r} is empty (0 bytes)")
+        try:
+            img = Image.open(f)
+        except UnidentifiedImageError:
+            raise EdgedepthError(f"{path!r} is not an image PIL can read") from None
+        except (OSError, SyntaxError, ValueError) as e:
+            raise EdgedepthError(f"image {path!r} is corrupt or truncated: {e}") from None
+        w, h = img.size
+        if w * h > max_pixels:
+            img.close()
+            raise EdgedepthError(f"max_pixels {max_pixels} ({max_pixels / 1e6:g} megapixels) exceeded: image {path!r} "
+                                 f"is {w}x{h} ({w * h / 1e6:.1f} megapixels); raise the limit for a genuine photo this "
+                                 "large", option="max_pixels")
+        yield img
 
 
 def image_size(path: str, max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
@@ -102,10 +103,9 @@ def load_image(path: str, max_pixels: int = MAX_PIXELS):
     than ``max_pixels`` pixels is refused from its header, before it is decoded."""
     from PIL import Image, ImageOps
 
-    with _pil_limit_lifted():
-        img = _opened(path, max_pixels)
+    with _pil_limit_lifted(), _opened(path, max_pixels) as img:
         try:
-            img.load()
+            img.load()      # the first frame, decoded while the file is open
         except (OSError, SyntaxError, ValueError) as e:
             raise EdgedepthError(f"image {path!r} is corrupt or truncated: {e}") from None
     img = ImageOps.exif_transpose(img)

@@ -146,3 +146,72 @@ def test_made_dir_removes_only_what_it_made_while_empty(tmp_path):
     with made_dir(str(tmp_path / "e")):
         pass
     assert (tmp_path / "e").is_dir()
+
+
+def test_paths_may_be_pathlike(tmp_path, tiny_plain_export):
+    """export, open, Model.predict and validate take ``pathlib.Path`` as well as ``str`` (os.PathLike; predict took a
+    Path for a PIL image, validate iterated it)."""
+    from pathlib import Path
+
+    from edgedepth.samples import sample_photo
+
+    (made,) = edgedepth.export("synthetic-tiny", size=(28, 42), out_dir=tmp_path / "out", precisions=["fp32"],
+                               rewrites=None)
+    assert isinstance(made, str) and os.path.isfile(made) and os.path.dirname(made) == str(tmp_path / "out")
+    model = edgedepth.open(Path(tiny_plain_export["fp32"]))
+    photo = sample_photo()
+    assert np.array_equal(model.predict(Path(photo)), model.predict(photo))
+    rows = edgedepth.validate(Path(tiny_plain_export["fp32"]), model="synthetic-tiny", limit=1)
+    assert [r["status"] for r in rows] == ["ok"]
+    assert len(edgedepth.validate([Path(tiny_plain_export["fp32"])], model="synthetic-tiny", limit=1)) == 1
+
+
+@pytest.mark.parametrize("kwargs, option", [
+    ({"limit": "1"}, "limit"), ({"limit": 1.5}, "limit"), ({"limit": True}, "limit"), ({"model": None}, "model"),
+    ({"images": 3}, "images"), ({"max_pixels": 1e9}, "max_pixels"), ({"verbose": "yes"}, "verbose"),
+])
+def test_validate_argument_types(tiny_plain_export, kwargs, option):
+    """validate(limit="1" / 1.5, model=None, ...) is a one-line EdgedepthError naming the argument."""
+    with pytest.raises(EdgedepthError) as e:
+        edgedepth.validate([tiny_plain_export["fp32"]], **{"model": "synthetic-tiny", **kwargs})
+    assert e.value.option == option and "\n" not in str(e.value), str(e.value)
+    with pytest.raises(EdgedepthError, match="^paths 42"):
+        edgedepth.validate(42)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"out_dir": None}, "^out_dir None"), ({"model": None}, "^model None"), ({"out_dir": b"x"}, "^out_dir b'x'"),
+    ({"size": (28.9, 42)}, r"^size \(28\.9, 42\): .*whole numbers"), ({"size": (True, 42)}, "^size"),
+    ({"size": (28, 42, 3)}, "^size"), ({"verbose": 1}, "^verbose 1"),
+])
+def test_export_argument_types(tmp_path, kwargs, match):
+    """export(out_dir=None / model=None / size=(28.9, 42)) is a one-line EdgedepthError before anything runs (a
+    float size was truncated to 28 silently; bool is not a size)."""
+    with pytest.raises(EdgedepthError, match=match) as e:
+        edgedepth.export(**{"model": "synthetic-tiny", "out_dir": tmp_path / "out", **kwargs})
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_predict_and_runner_misuse(tiny_plain_export):
+    """Model.predict on a 0x0 image or a non-image, and a runner's run() after close(), are one-line
+    EdgedepthErrors (not an AttributeError or a runtime's crash)."""
+    from PIL import Image
+
+    model = edgedepth.open(tiny_plain_export["fp32"])
+    with pytest.raises(EdgedepthError, match="^image 0x0"):
+        model.predict(Image.new("RGB", (0, 0)))
+    with pytest.raises(EdgedepthError, match="^image 0x5"):
+        model.predict_all(Image.new("RGB", (0, 5)))
+    with pytest.raises(EdgedepthError, match="^image ndarray: give a path or a PIL image"):
+        model.predict(np.zeros((5, 5, 3), np.uint8))
+    with pytest.raises(EdgedepthError, match="^path None"):
+        edgedepth.open(None)
+    runner = model.runner()
+    x = np.zeros(runner.input_shape, np.float32)
+    assert runner.run(x).shape == (1, *TINY_SIZE)
+    runner.close()
+    for call in (runner.run, runner.run_all):
+        with pytest.raises(EdgedepthError, match="runner was closed"):
+            call(x)
+    runner.close()          # twice: still nothing

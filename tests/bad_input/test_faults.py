@@ -1,5 +1,5 @@
-"""Faults (issue 27 item 4): Ctrl-C ends any command with exit 130 and leaves no file (D10); a full disk is one line
-and leaves nothing (D7)."""
+"""Faults (issue 27 item 4): Ctrl-C ends any command with exit 130 and leaves no file (D10), SIGTERM and SIGHUP the
+same with 143 and 129; a full disk is one line and leaves nothing (D7)."""
 
 import os
 import shutil
@@ -82,10 +82,12 @@ _SWALLOWED = textwrap.dedent("""
     import gc, signal, sys, time
     from edgedepth import interrupt
 
+    SIG = getattr(signal, sys.argv[2])
+
     def callback(phase, info):          # Ctrl-C arriving as a gc callback runs: raised there, Python drops it
         if phase == "start" and not fired:
             fired.append(1)
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(SIG)
 
     fired = []
     with interrupt.handling():
@@ -99,24 +101,67 @@ _SWALLOWED = textwrap.dedent("""
                     sum(range(1000))
             else:                           # a library's bare except swallows it
                 try:
-                    signal.raise_signal(signal.SIGINT)
+                    signal.raise_signal(SIG)
                 except BaseException:
                     pass
                 interrupt.check()               # where the export code checks: after the converter returns
             print("carried on")
-        except KeyboardInterrupt:
-            print("interrupted")
-            sys.exit(130)
+        except KeyboardInterrupt as e:
+            print("interrupted", getattr(e, "signum", None))
+            sys.exit(getattr(e, "exit_code", 130))
 """)
 
 
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
 @pytest.mark.parametrize("where", ["gc-callback", "bare-except"])
-def test_swallowed_interrupt_still_ends_the_work(where):
-    """D10: an interrupt raised where Python or a library drops it (a gc callback, as JAX's during conversion; a
-    bare ``except``) still ends the work: delivered again outside the callback, or raised by ``interrupt.check``."""
-    r = subprocess.run([sys.executable, "-c", _SWALLOWED, where], capture_output=True, text=True, timeout=600)
-    assert (r.returncode, r.stdout.strip()) == (130, "interrupted"), r.stdout + r.stderr
+def test_swallowed_interrupt_still_ends_the_work(where, sig):
+    """D10: an interrupt (Ctrl-C, SIGTERM, SIGHUP) raised where Python or a library drops it (a gc callback, as JAX's
+    during conversion; a bare ``except``) still ends the work, with 128 + its number: delivered again outside the
+    callback, or raised by ``interrupt.check``."""
+    r = subprocess.run([sys.executable, "-c", _SWALLOWED, where, sig], capture_output=True, text=True, timeout=600)
+    signum = int(getattr(signal, sig))
+    assert (r.returncode, r.stdout.split()) == (128 + signum, ["interrupted", str(signum)]), r.stdout + r.stderr
     assert "Exception ignored" not in r.stderr, r.stderr
+
+
+_IGNORED = textwrap.dedent("""
+    import signal
+    from edgedepth import interrupt
+
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)        # as nohup starts a command
+    with interrupt.handling():
+        signal.raise_signal(signal.SIGHUP)
+        interrupt.check()
+        print("carried on")
+    assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+""")
+
+
+def test_an_ignored_signal_stays_ignored():
+    """Under ``nohup`` (SIGHUP ignored) a closed terminal does not end the command."""
+    r = subprocess.run([sys.executable, "-c", _IGNORED], capture_output=True, text=True, timeout=600)
+    assert (r.returncode, r.stdout.strip()) == (0, "carried on"), r.stdout + r.stderr
+
+
+_WORD = {"SIGTERM": "terminated", "SIGHUP": "hung up"}
+
+
+@pytest.mark.parametrize("sig,stage", [("SIGTERM", "convert FP32"), ("SIGHUP", "convert FP32"),
+                                       ("SIGTERM", "load synthetic-tiny")])
+def test_sigterm_and_sighup_end_export_like_ctrl_c(tmp_path, sig, stage):
+    """SIGTERM (``timeout``, ``docker stop``, a cancelled CI job) or SIGHUP during an export -> exit 128 + signal,
+    one "edgedepth: terminated" / "hung up" line, and no output folder left (it used to die there and leave the
+    empty folder)."""
+    out = tmp_path / "out"
+    child = _Child("export", "--model", "synthetic-tiny", "--size", "56x70", "--precision", "fp32", "--out", out)
+    child.wait_for(stage)
+    child.proc.send_signal(getattr(signal, sig))
+    code = child.finish()
+    assert code == 128 + int(getattr(signal, sig)), (code, child.stderr[-3000:])
+    ours = [ln for ln in _lines(child.stderr) if ln.startswith("edgedepth:")]
+    assert ours == [f"edgedepth: {_WORD[sig]}"] and _lines(child.stderr)[-1] == ours[0], child.stderr[-3000:]
+    assert "Traceback" not in child.stderr and "Exception ignored" not in child.stderr, child.stderr[-3000:]
+    assert not out.exists(), os.listdir(out)
 
 
 _DURING_IMPORT = textwrap.dedent("""
@@ -217,5 +262,25 @@ def test_sigint_during_release_leaves_the_earlier_release(tmp_path, stage):
     child.proc.send_signal(signal.SIGINT)
     assert child.finish() == 130, child.stderr[-3000:]
     assert _lines(child.stderr)[-1] == "edgedepth: interrupted", child.stderr[-3000:]
+    assert snapshot(tmp_path / "rel") == before
+    assert sorted(os.listdir(tmp_path)) == ["rel", "tiny.py"]
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_during_release_leave_the_earlier_release(tmp_path, sig):
+    """SIGTERM or SIGHUP while a release converts -> exit 128 + signal, one line, the earlier release byte-identical
+    and no staging folder or lock file left beside it."""
+    from test_release_folder import TINY as TINY_RECIPE, fake_release, snapshot
+
+    recipe = tmp_path / "tiny.py"
+    recipe.write_text("RECIPE = " + repr(TINY_RECIPE) + "\n")
+    before = snapshot(fake_release(tmp_path / "rel"))
+    child = _Child("release", "--recipe", recipe, "--out", tmp_path / "rel", "--no-gpu-check")
+    child.wait_for("rewrites + export")
+    child.proc.send_signal(getattr(signal, sig))
+    code = child.finish()
+    assert code == 128 + int(getattr(signal, sig)), (code, child.stderr[-3000:])
+    ours = [ln for ln in _lines(child.stderr) if ln.startswith("edgedepth:")]
+    assert ours == [f"edgedepth: {_WORD[sig]}"] and _lines(child.stderr)[-1] == ours[0], child.stderr[-3000:]
     assert snapshot(tmp_path / "rel") == before
     assert sorted(os.listdir(tmp_path)) == ["rel", "tiny.py"]

@@ -1,5 +1,5 @@
 """Quiet by default (issue 27 item 8, D15): third-party warnings and LiteRT's INFO lines stay off the terminal unless
-``--verbose``; a hub id without network fails in one line at once."""
+``--verbose`` (the Python API: ``verbose=True``); a hub id without network fails in one line at once."""
 
 import os
 
@@ -69,6 +69,44 @@ def test_checkpoint_predict_shows_only_our_lines(tmp_path):
     assert r.returncode == 0, r.stderr
     assert _noise(r.stderr) == [], r.stderr
     assert [ln.split(":")[0] for ln in r.stderr.splitlines()] == ["WARNING"], r.stderr
+
+
+_API_CALLS = """
+import sys
+import edgedepth
+from edgedepth.samples import sample_photo
+
+verbose = sys.argv[2] == "verbose"
+(f,) = edgedepth.export("synthetic-tiny", size="28x42", out_dir=sys.argv[1], precisions=["fp32"], rewrites=None,
+                        verbose=verbose)
+model = edgedepth.open(f, verbose=verbose)
+model.describe()
+assert model.predict(sample_photo()).ndim == 2
+assert [r["status"] for r in edgedepth.validate(f, model="synthetic-tiny", limit=1, verbose=verbose)] == ["ok"]
+print("done")
+"""
+
+
+def test_api_is_quiet_unless_verbose(tmp_path):
+    """The Python API (export, open, predict, validate) in a process of its own prints nothing of torchao's, torch's
+    or LiteRT's on stderr, neither during the calls nor as the process ends (LiteRT's "DestroyAccelerator" INFO
+    lines); with ``verbose=True`` they show."""
+    import subprocess
+    import sys
+
+    def run(mode):
+        r = subprocess.run([sys.executable, "-c", _API_CALLS, str(tmp_path / mode), mode], capture_output=True,
+                           text=True, timeout=900)
+        assert r.returncode == 0 and r.stdout.splitlines()[-1:] == ["done"], r.stdout + r.stderr[-3000:]
+        return r
+
+    loud = run("verbose").stderr
+    assert any("torchao" in ln or "_pytree" in ln for ln in loud.splitlines()), loud
+    assert any(ln.startswith("INFO: [") for ln in loud.splitlines()), loud
+    assert "DestroyAccelerator" in loud.splitlines()[-1], loud[-2000:]
+    quiet = run("quiet")
+    assert _noise(quiet.stderr) == [] and "DestroyAccelerator" not in quiet.stderr, quiet.stderr
+    assert (quiet.stdout, quiet.stderr) == ("done\n", "")      # the converter's progress lines too
 
 
 def test_hub_id_without_network_is_one_line(tmp_path):

@@ -8,6 +8,7 @@ CAP_SYS_ADMIN), as CI has; a machine without them fails with a message saying so
 import contextlib
 import errno
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -169,7 +170,7 @@ def test_failed_swap_leaves_earlier_release_intact(tmp_path, monkeypatch):
     real_rename = os.rename
 
     def broken_rename(src, dst):
-        if ".staging-" in os.path.basename(src):
+        if os.path.basename(src) == outdir.STAGED:
             raise OSError(errno.EIO, "Input/output error", src)
         return real_rename(src, dst)
 
@@ -181,7 +182,7 @@ def test_failed_swap_leaves_earlier_release_intact(tmp_path, monkeypatch):
                 fake_release_files(s)
         monkeypatch.undo()
         assert snapshot(out) == before and os.listdir(tmp_path) == ["rel"]
-    with pytest.raises(EdgedepthError, match="not an edgedepth release .*'late.txt'"):
+    with pytest.raises(EdgedepthError, match="release folder .*rel' holds 'late.txt', which its manifest does not"):
         with outdir.staged(str(out)) as s:
             fake_release_files(s)
             (out / "late.txt").write_text("written during the build")
@@ -257,30 +258,35 @@ def test_second_release_into_one_folder_is_refused(tmp_path):
 
 
 def test_killed_release_leftovers_are_removed_by_the_next_run(tmp_path):
-    """D11: kill -9 during a release leaves a marked staging folder (and the lock file); the next run removes them
-    but not an unmarked folder of the same pattern (not edgedepth's)."""
+    """D11: kill -9 during a release leaves the marked work folder (and the lock file); the next run removes them
+    but not unmarked folders of edgedepth's name patterns (not edgedepth's)."""
     out = tmp_path / "rel"
     p = _holder(out)
     p.communicate("die\n", timeout=120)
     assert p.returncode == -signal.SIGKILL
-    left = sorted(os.listdir(tmp_path))
-    assert len(left) == 2 and left[0] == ".rel.edgedepth-lock" and left[1].startswith(".rel.staging-"), left
-    assert os.path.isfile(tmp_path / left[1] / outdir.MARKER)
-    (tmp_path / ".rel.staging-abcdefgh").mkdir()              # same name pattern, no marker: the user's
+    assert sorted(os.listdir(tmp_path)) == [".rel.edgedepth-lock", ".rel.edgedepth-work"]
+    assert os.path.isfile(tmp_path / ".rel.edgedepth-work" / outdir.WORK_MARKER)
+    for mine in (".rel.staging-abcdefgh", ".rel.replaced-abcdefgh"):    # same name patterns, no marker: the user's
+        (tmp_path / mine).mkdir()
     with outdir.staged(str(out)) as s:
         fake_release_files(s)
-    assert sorted(os.listdir(tmp_path)) == [".rel.staging-abcdefgh", "rel"]
+    assert sorted(os.listdir(tmp_path)) == [".rel.replaced-abcdefgh", ".rel.staging-abcdefgh", "rel"]
 
 
 def test_real_release_replaces_an_earlier_one(tmp_path):
     """D2/D13 end to end: `release` over an earlier release builds beside it, swaps, removes it; the result verifies
-    (no marker or stray file), folders and files have normal permissions under the caller's umask."""
+    (no marker or stray file), folders and files have normal permissions under the caller's umask.  The earlier
+    release's card annotated by the user: refused without --force (one line, before any work), replaced with it."""
     recipe = tmp_path / "tiny.py"
     recipe.write_text("RECIPE = " + repr(TINY) + "\n")
     fake_release(tmp_path / "rel")
+    (tmp_path / "rel" / "LICENSE").write_text("my annotations")
+    r = run_cli("release", "--recipe", recipe, "--out", tmp_path / "rel", "--no-gpu-check", "--quiet")
+    assert_one_line_error(r, "'LICENSE' was changed", "--force")
+    assert (tmp_path / "rel" / "LICENSE").read_text() == "my annotations"
     old_umask = os.umask(0o022)
     try:
-        r = run_cli("release", "--recipe", recipe, "--out", tmp_path / "rel", "--no-gpu-check", "--quiet")
+        r = run_cli("release", "--recipe", recipe, "--out", tmp_path / "rel", "--no-gpu-check", "--quiet", "--force")
     finally:
         os.umask(old_umask)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -322,3 +328,148 @@ def test_recipe_that_exits_or_raises_is_an_error(tmp_path):
     broken.write_text("RECIPE = {'name': undefined_name}\n")
     with pytest.raises(EdgedepthError, match="broken.py' raised NameError: name 'undefined_name' is not defined"):
         load_recipe(str(broken))
+
+
+def test_edited_earlier_release_needs_force(tmp_path, monkeypatch):
+    """An earlier release whose listed file was changed (or truncated), or which holds a file its manifest does not
+    list, is not replaced: one line naming the file, nothing changed; with force it is.  A release found as built is
+    hashed once, not again by the checks that follow (unchanged files)."""
+    out = fake_release(tmp_path / "rel")
+    (out / "LICENSE").write_bytes(b"mine")
+    before = snapshot(out)
+    with pytest.raises(outdir.ChangedRelease, match=r"release folder .*rel': 'LICENSE' was changed after the release"):
+        outdir.check_out_dir(str(out))
+    with pytest.raises(outdir.ChangedRelease, match="'LICENSE' was changed"):
+        with outdir.staged(str(out)):
+            raise AssertionError("must not get here")
+    (out / "LICENSE").write_bytes(b"new")                      # same size, other bytes: only the hash tells
+    with pytest.raises(outdir.ChangedRelease, match="'LICENSE' was changed"):
+        outdir.check_out_dir(str(out))
+    (out / "LICENSE").write_bytes(b"old")
+    (out / "onnx" / "model.onnx").write_bytes(b"old")
+    with pytest.raises(outdir.ChangedRelease, match="'onnx/model.onnx' was truncated"):
+        outdir.check_out_dir(str(out))
+    (out / "onnx" / "model.onnx").write_bytes(b"old" * 10)
+    (out / "README.md").write_text("my notes")                  # a file the manifest does not list
+    with pytest.raises(outdir.ChangedRelease, match="holds 'README.md', which its manifest does not list"):
+        outdir.check_out_dir(str(out))
+    assert snapshot(out) == {**before, "LICENSE": b"old", "README.md": b"my notes"}
+    os.remove(out / "README.md")
+    for f in ("LICENSE", "onnx/model.onnx"):                   # not modified just now (a file that was may change
+        os.utime(out / f, ns=(0, 0))                            # again within its timestamp's tick: hashed each time)
+    monkeypatch.setattr(outdir, "_hashed", {})
+    calls = []
+    real = mf.check_entry
+    monkeypatch.setattr(mf, "check_entry", lambda *a: calls.append(a[1]["path"]) or real(*a))
+    for _ in range(3):
+        outdir.check_out_dir(str(out))
+    assert sorted(calls) == ["LICENSE", "onnx/model.onnx"]      # hashed once
+    (out / "LICENSE").write_bytes(b"mine")
+    (out / "extra.txt").write_text("x")
+    with outdir.staged(str(out), force=True) as s:
+        fake_release_files(s)
+    assert sorted(snapshot(out)) == ["NEW", "manifest.json"] and os.listdir(tmp_path) == ["rel"]
+
+
+def test_edit_during_the_build_keeps_the_earlier_release(tmp_path):
+    """A file of the earlier release edited while the new one builds: the new one is not swapped in."""
+    out = fake_release(tmp_path / "rel")
+    with pytest.raises(outdir.ChangedRelease, match="'LICENSE' was changed"):
+        with outdir.staged(str(out)) as s:
+            fake_release_files(s)
+            (out / "LICENSE").write_bytes(b"edited during the build")
+    assert snapshot(out)["LICENSE"] == b"edited during the build" and os.listdir(tmp_path) == ["rel"]
+
+
+def test_cli_refusals_before_any_work(tmp_path):
+    """`release` exits 2 with one line, nothing written, for: an edited earlier release (naming the file and --force),
+    --out inside a release folder, duplicate or no sizes, a name longer than the file system takes."""
+    out = fake_release(tmp_path / "rel")
+    (out / "LICENSE").write_bytes(b"annotated")
+    before = snapshot(tmp_path)
+    args = ("--model", "synthetic-tiny", "--quiet")
+    r = run_cli("release", "--out", out, *args)
+    assert_one_line_error(r, "rel'", "'LICENSE' was changed", "--force")
+    r = run_cli("release", "--out", out / "inner", *args)
+    assert_one_line_error(r, "inner'", "is inside the release folder", repr(os.path.realpath(out)))
+    for sizes, fragment in [("28x42,28x42", "'28x42' and '28x42' are the same size"),
+                            ("28x42, 28X42", "'28x42' and ' 28X42' are the same size"), ("", "no size given"),
+                            (" , ", "no size given"), ("28x42,", "'' is not a size")]:
+        r = run_cli("release", "--out", tmp_path / "new", "--sizes", sizes, *args)
+        assert_one_line_error(r, "--sizes: ", fragment)
+    r = run_cli("release", "--out", tmp_path / ("n" * 300), *args)
+    assert_one_line_error(r, "is 300 bytes; the file system takes at most 255")
+    assert snapshot(tmp_path) == before and sorted(os.listdir(tmp_path)) == ["rel"]
+
+
+def test_recipe_sizes_duplicates_and_empty(tmp_path):
+    """A recipe's sizes: one size twice (however written) or none is one line naming the recipe; sizes are kept in
+    canonical form."""
+    from edgedepth.release.recipe import from_dict
+
+    for sizes, fragment in [(["28x42", "28X42"], "'28x42' and '28X42' are the same size"), ([], "no size given"),
+                            ([" 28x42", "28x42 "], "are the same size"), ([28], "28 is not a size")]:
+        with pytest.raises(EdgedepthError, match=f"recipe RECIPE: sizes: .*{fragment}"):
+            from_dict({**TINY, "sizes": sizes})
+    assert from_dict({**TINY, "sizes": [" 28X42", "42x28"]}).sizes == ("28x42", "42x28")
+    assert from_dict(TINY).with_overrides(sizes=["56x70 "]).sizes == ("56x70",)
+    with pytest.raises(EdgedepthError, match="sizes: '28x42' and '28x42' are the same size") as e:
+        from_dict(TINY).with_overrides(sizes=["28x42", "28x42"])
+    assert e.value.for_cli().startswith("--sizes: ")
+
+
+def test_out_inside_a_release_folder_is_refused(tmp_path):
+    """--out anywhere inside a release folder (also through a symlinked parent) is refused naming the release; a
+    release folder that holds another release inside is not an earlier release."""
+    outer = fake_release(tmp_path / "outer")
+    os.symlink(outer / "onnx", tmp_path / "via")
+    before = snapshot(tmp_path)
+    for inner in (outer / "inner", outer / "onnx" / "a" / "b", tmp_path / "via" / "x"):
+        with pytest.raises(EdgedepthError, match=re.escape(f"is inside the release folder "
+                                                           f"{os.path.realpath(outer)!r}")):
+            outdir.check_out_dir(str(inner))
+        with pytest.raises(EdgedepthError, match="is inside the release folder"):
+            with outdir.staged(str(inner)):
+                raise AssertionError("must not get here")
+    assert snapshot(tmp_path) == before
+    os.makedirs(tmp_path / "holder")
+    fake_release(tmp_path / "holder" / "nested")
+    with pytest.raises(EdgedepthError, match="not an edgedepth release .*'nested'"):
+        outdir.check_out_dir(str(tmp_path / "holder"))
+
+
+def test_long_release_folder_names(tmp_path):
+    """A 250-byte folder name works (the lock and work folder beside it get shortened names with a hash, at most
+    255 bytes); two long names that differ only at the end get different ones; a name over the limit is one line."""
+    long_a, long_b = "a" * 249 + "1", "a" * 249 + "2"
+    for name in (long_a, long_b, "é" * 125):
+        with outdir.staged(str(tmp_path / name)) as s:
+            fake_release_files(s)
+            beside = [n for n in os.listdir(tmp_path) if n.startswith(".")]
+            assert beside and all(len(os.fsencode(n)) <= 255 for n in beside), beside
+        assert sorted(snapshot(tmp_path / name)) == ["NEW", "manifest.json"]
+    assert outdir.lock_path(str(tmp_path / long_a)) != outdir.lock_path(str(tmp_path / long_b))
+    assert len(os.fsencode(os.path.basename(outdir.lock_path(str(tmp_path / ("é" * 127)))))) <= 255
+    assert sorted(os.listdir(tmp_path)) == sorted([long_a, long_b, "é" * 125])
+    with pytest.raises(EdgedepthError, match="is 256 bytes; the file system takes at most 255"):
+        outdir.check_out_dir(str(tmp_path / ("b" * 256)))
+    with pytest.raises(EdgedepthError, match="is 300 bytes"):
+        outdir.check_out_dir(str(tmp_path / ("c" * 300) / "rel"))
+    assert sorted(os.listdir(tmp_path)) == sorted([long_a, long_b, "é" * 125])
+
+
+def test_export_into_a_release_folder_is_refused(tmp_path):
+    """edgedepth.export and `export --out` into a release folder, or a folder inside one: one line naming the
+    release's manifest, nothing written or created."""
+    import edgedepth
+
+    out = fake_release(tmp_path / "rel")
+    before = snapshot(tmp_path)
+    for where in (out, out / "onnx", out / "new-sub"):
+        with pytest.raises(EdgedepthError, match="output folder .* the release folder " +
+                           re.escape(repr(os.path.realpath(out))) + " .*manifest.json"):
+            edgedepth.export("synthetic-tiny", size="28x42", out_dir=str(where), target="onnx", precisions=["fp32"])
+    r = run_cli("export", "--model", "synthetic-tiny", "--size", "28x42", "--target", "onnx", "--precision", "fp32",
+                "--out", out, "--quiet")
+    assert_one_line_error(r, "output folder", "is the release folder", "manifest.json")
+    assert snapshot(tmp_path) == before and not os.path.exists(out / "new-sub")

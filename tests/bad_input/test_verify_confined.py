@@ -248,3 +248,84 @@ def test_predict_refuses_a_symlinked_release_file(capsys, tmp_path, release):
     err = capsys.readouterr().err
     assert_one_line_error(types.SimpleNamespace(returncode=code, stderr=err), "symlink: model.tflite",
                           "refusing to use it")
+
+
+def _remove_deep(top: str) -> None:
+    """Remove a deep chain of folders bottom-up without recursion (shutil.rmtree recurses once per level)."""
+    chain = [top]
+    while True:
+        subs = [e.path for e in os.scandir(chain[-1]) if e.is_dir(follow_symlinks=False)]
+        if not subs:
+            break
+        chain.append(subs[0])
+    for d in reversed(chain):
+        for e in os.scandir(d):
+            if not e.is_dir(follow_symlinks=False):
+                os.remove(e.path)
+        os.rmdir(d)
+
+
+def test_a_deeply_nested_folder_is_walked(release):
+    """Folders nested 1200 deep in a release (deeper than Python's recursion limit): verify walks them all and names
+    the stray file at the bottom and the FIFO half way, one line each, exit 1 (a real child; was "unexpected
+    RecursionError")."""
+    deep = release
+    try:
+        for _ in range(1200):       # os.makedirs recurses once per level too
+            deep = os.path.join(deep, "d")
+            os.mkdir(deep)
+        with open(os.path.join(deep, "stray.bin"), "wb") as f:
+            f.write(b"x")
+        os.mkfifo(os.path.join(release, *["d"] * 600, "pipe"))
+        r = run_cli("verify", release, timeout=300)
+        assert "unexpected" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+        assert _problems(r) == ["extra: " + "d/" * 1200 + "stray.bin (not in the manifest)",
+                                "not a regular file: " + "d/" * 600 + "pipe (not in the manifest)"]
+        from edgedepth.errors import EdgedepthError
+        from edgedepth.release.outdir import check_out_dir
+
+        with pytest.raises(EdgedepthError, match="not an edgedepth release"):    # release --out walks it too
+            check_out_dir(release)
+    finally:
+        _remove_deep(os.path.join(release, "d"))
+
+
+def test_look_alike_names_say_how_they_differ(capsys, release):
+    """A listed file renamed to a look-alike (NFD for NFC "é", Cyrillic "Е" for Latin "E") is one line saying which
+    name is there instead and how it differs, not an "extra" and a "missing" line that print the same; unrelated
+    missing and extra files stay separate lines."""
+    import unicodedata
+
+    from edgedepth.release import manifest as mf
+
+    nfc, latin = "caf\u00e9.txt", "MODEL.bin"
+    for name in (nfc, latin, "gone.txt"):
+        with open(os.path.join(release, name), "wb") as f:
+            f.write(name.encode())
+    m = _manifest(release)
+    m["files"] += [mf.file_entry(release, n) for n in (nfc, latin, "gone.txt")]
+    mf.write(release, {k: v for k, v in m.items() if k != "schema_version"})
+    assert _verify(capsys, release).returncode == 0
+    os.rename(os.path.join(release, nfc), os.path.join(release, unicodedata.normalize("NFD", nfc)))
+    os.rename(os.path.join(release, latin), os.path.join(release, "MOD\u0415L.bin"))
+    os.rename(os.path.join(release, "gone.txt"), os.path.join(release, "other.txt"))
+    assert _problems(_verify(capsys, release)) == [
+        "extra: other.txt (not in the manifest)",
+        "missing: MODEL.bin; MOD\u0415L.bin is there instead: other code points that look alike (at character 4: "
+        "U+0415 CYRILLIC CAPITAL LETTER IE there, U+0045 LATIN CAPITAL LETTER E in the manifest)",
+        "missing: caf\u00e9.txt; cafe\u0301.txt is there instead: the same text in another Unicode normalisation (NFD "
+        "there, NFC in the manifest)",
+        "missing: gone.txt"]
+
+
+@pytest.mark.parametrize("listed,found,words", [
+    ("caf\u00e9", "cafe\u0301", "another Unicode normalisation (NFD there, NFC in the manifest)"),
+    ("\uff4dodel", "model", "compatibility normalisation (NFKC), other code points: at character 1: U+006D LATIN "
+                            "SMALL LETTER M there, U+FF4D FULLWIDTH LATIN SMALL LETTER M in the manifest"),
+    ("p\u03bfrt", "port", "at character 2: U+006F LATIN SMALL LETTER O there, U+03BF GREEK SMALL LETTER OMICRON"),
+    ("model", "modal", None), ("a.txt", "a.txt", None), ("EE", "E", None)])
+def test_lookalike(listed, found, words):
+    from edgedepth.release.manifest import lookalike
+
+    how = lookalike(listed, found)
+    assert (how is None) if words is None else (words in how), how

@@ -13,7 +13,7 @@ import dataclasses
 import os
 
 from ..errors import EdgedepthError
-from ..fsutil import sha256_file
+from ..fsutil import regular_file, sha256_file
 from ..models import DEFAULT_STEM, family_of, family_of_member, member_of_file_name
 from . import onnx, pte, tflite
 from .base import CliOption, Exported, Format, ReleaseStep
@@ -91,8 +91,10 @@ class Artifact:
 
 
 def open_artifact(path: str) -> Artifact:
-    """Check, describe and hash ``path`` (one-line errors for missing, empty, corrupt or truncated files)."""
+    """Check, describe and hash ``path`` (one-line errors for missing, empty, corrupt or truncated files, and for
+    anything but a regular file: :func:`edgedepth.fsutil.regular_file`)."""
     fmt = format_of(path)
+    regular_file(path, "model file")
     info = fmt.describe(path)
     return Artifact(path=path, format=fmt, sha256=sha256_file(path), info=info)
 
@@ -114,6 +116,7 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[i
     the (H, W) to run a dynamic-size file at (formats with ``dynamic_size``); any other file must have that size.
     Its outputs are named by :func:`name_outputs` (the family its file name says; the CLI then by its manifest's)."""
     fmt = format_of(path)
+    regular_file(path, "model file")        # before a runtime opens it by name
     if size is not None and fmt.dynamic_size:
         runner = fmt.open_runner(path, backend=backend, threads=threads, size=tuple(size))
         return name_outputs(runner, member_of_file_name(path))
@@ -134,10 +137,8 @@ def find_artifacts(paths: list[str]) -> list[str]:
             if not found:
                 raise EdgedepthError(f"folder {p!r} holds no model files ({', '.join(SUFFIXES)})")
             out += found
-        elif not os.path.exists(p):
-            raise EdgedepthError(f"artifact {p!r} does not exist")
         else:
-            out.append(p)
+            out.append(regular_file(p, "model file"))     # a FIFO, device or /proc file: one line
     return out
 
 
@@ -157,7 +158,8 @@ def export(model, height: int, width: int, out_dir: str, *, target_name: str = "
     prepares the model with :func:`edgedepth.rewrites.prepare`; files are written atomically.  ``stem`` starts every file
     name (``Checkpoint.file_stem``: the family member); default ``depth_anything_v2_small``.  ``options``: the
     target's own (its ``cli_options``: LiteRT ``input_dtype``, ``fp16_safe``; ExecuTorch ``backends``; ONNX
-    ``dynamic_size``); another format's option is a one-line error.
+    ``dynamic_size``); another format's option is a one-line error.  Callers keep ``out_dir`` out of release folders
+    (``release.outdir.check_export_dir``: the CLI and the API do).
     """
     fmt = target(target_name)
     fmt.check_options(precisions, options)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from ..errors import EdgedepthError
-from ..fsutil import sha256_file
+from ..fsutil import regular_file, sha256_file
 
 
 HUB_PROBE_TIMEOUT_S = 3.0
@@ -50,9 +50,22 @@ def hub_unreachable() -> str | None:
     return None if outcome[0] is None else f"{where} cannot be reached ({outcome[0]})"
 
 
+CHECKPOINT_SUFFIXES = (".json", ".safetensors", ".bin", ".pth", ".pt", ".txt", ".model")
+
+
+def check_checkpoint_files(folder: str) -> None:
+    """Every file of a local checkpoint folder that a loader may open (config, weights, tokenizer) is a regular file
+    (:func:`edgedepth.fsutil.regular_file`; a symlink to one is fine), else one EdgedepthError line naming it."""
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(CHECKPOINT_SUFFIXES):
+            regular_file(os.path.join(folder, name), "checkpoint file")
+
+
 def from_pretrained(model_class, path_or_id: str, revision: str | None, source: str, title: str):
     """``(eval-mode model, {weight file: sha256})`` of a hub id (``source="hf"``) or a local folder (``"local"``);
     every failure is one :class:`EdgedepthError` (``title`` names the family: "not a Depth Anything checkpoint")."""
+    if source == "local":       # transformers opens these by name: a FIFO among them would block it
+        check_checkpoint_files(path_or_id)
     offline = hub_unreachable() if source == "hf" else None   # then only the local cache, at once, no retries
     try:
         model = model_class.from_pretrained(path_or_id, revision=revision,

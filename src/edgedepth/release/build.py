@@ -88,16 +88,17 @@ def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
     return n + sum(fmt.release_stages(part, recipe.sizes, gate=gate, gpu_check=gpu_check) for fmt, part in recipe.parts)
 
 
-def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None) -> dict:
+def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None, force: bool = False) -> dict:
     """Build the release folder ``out_dir`` from ``recipe`` (overrides applied: ``Recipe.with_overrides``); returns the
     manifest dict.  Steps: 1 load the checkpoint, 2 each format's files (``Format.release_files``, in ``FORMATS``
     order; each file parity-gated as it is made), 3 manifest, card, licence, notice, build report; all in a staging
-    folder swapped in atomically at the end."""
+    folder swapped in atomically at the end.  ``force``: replace an earlier release even where its files were changed
+    or added to."""
     from ..checkpoint import DepthModule, load_checkpoint
 
     step = interrupt.checking(progress)      # every stage start is a point where a swallowed Ctrl-C stops
     sizes = list(recipe.sizes)
-    with outdir.staged(out_dir) as staging:      # checks, locks, swaps atomically; out_dir untouched on failure
+    with outdir.staged(out_dir, force=force) as staging:      # checks, locks, swaps atomically; out_dir untouched on failure
         step(f"load {recipe.model}")                                                          # 1
         ckpt = load_checkpoint(recipe.model)
         formats.check_exportable(ckpt.model)

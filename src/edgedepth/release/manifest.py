@@ -1,7 +1,8 @@
 """``manifest.json``: what a runtime or browser checks before using a release folder's files.
 
 Deterministic: keys sorted, files sorted by path, no timestamps — two builds of the same recipe give the same bytes.
-``verify`` re-hashes every file against it and names each changed, missing, extra or truncated file.  It stays
+``verify`` re-hashes every file against it and names each changed, missing, extra or truncated file (a missing
+file with a look-alike name there instead: how the two names differ).  It walks folders of any depth.  It stays
 inside the folder: :func:`load` schema-checks the whole manifest first (relative, normalised paths only), listed files
 are opened without following any symlink, and symlinks or special files anywhere in the folder are reported, never
 followed or hashed.  Paths are printed escaped (:func:`escape`).  ``predict``/``validate``/``bench`` and ``serve`` use
@@ -16,11 +17,12 @@ import os
 import posixpath
 import re
 import stat
+import unicodedata
 from typing import BinaryIO
 
 from ..errors import EdgedepthError
 from ..models import MEMBERS, Member, member_of_file_name
-from ..fsutil import sha256_file, write_bytes_atomic
+from ..fsutil import open_regular, sha256_file, write_bytes_atomic
 from ..preprocess import MEAN, STD
 
 SCHEMA_VERSION = 1
@@ -113,8 +115,11 @@ def _read_manifest(folder: str) -> object:
                              "a manifest must be a regular file in the release folder")
     if st.st_size > MAX_MANIFEST_BYTES:
         raise EdgedepthError(f"{path!r} is too large for a manifest ({st.st_size} bytes)")
+    f, problem = open_regular(folder, MANIFEST)     # non-blocking, re-checked on the open file: never a FIFO
+    if f is None:
+        raise EdgedepthError(f"cannot read {path!r}: it is {problem}")
     try:
-        with open(path, "rb") as f:
+        with f:
             text = f.read(MAX_MANIFEST_BYTES + 1).decode("utf-8")
     except UnicodeDecodeError as e:
         bad = e.object[e.start]
@@ -246,41 +251,132 @@ def check_entry(folder: str, f: dict) -> str | None:
     return None
 
 
-def _unlisted(folder: str, listed: set[str]) -> list[str]:
-    """Walk ``folder`` (symlinks not followed): files not in the manifest, symlinks and special files."""
-    problems: list[str] = []
-
-    def unreadable(e: OSError) -> None:
-        problems.append(f"unreadable: {escape(os.path.relpath(e.filename, folder))} ({e.strerror})")
-
-    for root, dirs, names in os.walk(folder, onerror=unreadable, followlinks=False):
-        for n in dirs + names:
-            p = os.path.join(root, n)
-            rel = os.path.relpath(p, folder).replace(os.sep, "/")
-            if rel in listed:
-                continue      # checked (and any symlink named) by check_entry
+def walk(folder: str, problems: list[str]):
+    """(relative path, lstat mode) of every entry below ``folder``, symlinks not followed; iterative (a stack, not
+    recursion), so any depth is walked.  A folder that cannot be listed is an "unreadable:" line in ``problems``."""
+    stack = [""]
+    while stack:
+        here = stack.pop()
+        try:
+            with os.scandir(os.path.join(folder, here) if here else folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            problems.append(f"unreadable: {escape(here or '.')} ({e.strerror})")
+            continue
+        for e in entries:
+            rel = f"{here}/{e.name}" if here else e.name
             try:
-                mode = os.lstat(p).st_mode
-            except OSError as e:
-                problems.append(f"unreadable: {escape(rel)} ({e.strerror})")
+                mode = e.stat(follow_symlinks=False).st_mode
+            except OSError as err:
+                problems.append(f"unreadable: {escape(rel)} ({err.strerror})")
                 continue
-            if stat.S_ISLNK(mode):
-                problems.append(f"symlink: {escape(rel)} (not in the manifest; not followed)")
-            elif stat.S_ISDIR(mode):
-                continue
-            elif not stat.S_ISREG(mode):
-                problems.append(f"not a regular file: {escape(rel)} (not in the manifest)")
-            elif rel not in UNLISTED:
-                problems.append(f"extra: {escape(rel)} (not in the manifest)")
-    return problems
+            yield rel, mode
+            if stat.S_ISDIR(mode):
+                stack.append(rel)
+
+
+def _unlisted(folder: str, listed: set[str]) -> tuple[list[str], list[str]]:
+    """Walk ``folder`` (symlinks not followed): (problems: symlinks, special files, unreadable folders; the relative
+    paths of regular files not in the manifest)."""
+    problems: list[str] = []
+    extra: list[str] = []
+    for rel, mode in walk(folder, problems):
+        if rel in listed:
+            continue      # checked (and any symlink named) by check_entry
+        if stat.S_ISLNK(mode):
+            problems.append(f"symlink: {escape(rel)} (not in the manifest; not followed)")
+        elif stat.S_ISDIR(mode):
+            continue
+        elif not stat.S_ISREG(mode):
+            problems.append(f"not a regular file: {escape(rel)} (not in the manifest)")
+        elif rel not in UNLISTED:
+            extra.append(rel)
+    return problems, extra
+
+
+# Letters of other scripts drawn like a Latin letter (Cyrillic, Greek): the common look-alikes of file names.
+CONFUSABLES = dict(zip("АВЕЅІЈКМНОРСТХУаеіјоѕрсхуһԁԛԝ" "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοικνρυχ",
+                       "ABESIJKMHOPCTXYaeijospcxyhdqw" "ABEZHIKMNOPTYXoikvpux", strict=True))
+
+
+def _norm_form(text: str) -> str:
+    return next((f for f in ("NFC", "NFD") if unicodedata.normalize(f, text) == text), "mixed normalisation")
+
+
+def _char(c: str) -> str:
+    return f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed character')}"
+
+
+def _code_points(listed: str, found: str) -> str:
+    """Where two names of the same length differ: "at character K: U+.... NAME there, U+.... NAME in the manifest"."""
+    diffs = [(i, x, y) for i, (x, y) in enumerate(zip(listed, found)) if x != y]
+    shown = "; ".join(f"at character {i + 1}: {_char(y)} there, {_char(x)} in the manifest" for i, x, y in diffs[:3])
+    return shown + ("; ..." if len(diffs) > 3 else "")
+
+
+def lookalike(listed: str, found: str) -> str | None:
+    """How ``found`` (a name in the folder) differs from ``listed`` (the manifest's) when the two look alike, else
+    None: the same text in another Unicode normalisation (NFC/NFD), the same after compatibility normalisation (NFKC:
+    full-width letters, ligatures), or letters of another script drawn the same (:data:`CONFUSABLES`)."""
+    if listed == found:
+        return None
+    if unicodedata.normalize("NFC", listed) == unicodedata.normalize("NFC", found):
+        return (f"the same text in another Unicode normalisation ({_norm_form(found)} there, {_norm_form(listed)} "
+                "in the manifest)")
+    same_length = len(listed) == len(found)
+    if unicodedata.normalize("NFKC", listed) == unicodedata.normalize("NFKC", found):
+        where = f": {_code_points(listed, found)}" if same_length else ""
+        return f"the same text after compatibility normalisation (NFKC), other code points{where}"
+    skeleton = lambda t: "".join(CONFUSABLES.get(c, c) for c in t)     # noqa: E731
+    if same_length and skeleton(listed) == skeleton(found):
+        return f"other code points that look alike ({_code_points(listed, found)})"
+    return None
+
+
+def _paired(missing: list[str], extra: list[str]) -> tuple[list[str], list[str]]:
+    """Problem lines for files listed but missing and files there but unlisted; a missing and an extra name that
+    look alike (:func:`lookalike`) are one line that says how they differ."""
+    lines, left = [], list(extra)
+    for rel in missing:
+        match = next(((e, how) for e in left for how in [lookalike(rel, e)] if how), None)
+        if match is None:
+            lines.append(f"missing: {escape(rel)}")
+            continue
+        left.remove(match[0])
+        lines.append(f"missing: {escape(rel)}; {escape(match[0])} is there instead: {match[1]}")
+    return lines, [f"extra: {escape(e)} (not in the manifest)" for e in left]
 
 
 def verify(folder: str) -> list[str]:
     """Problems, one line each (empty list = the folder matches its manifest exactly).  Every listed path is checked
-    inside ``folder`` only (no symlink followed); every symlink, special file and unlisted file in it is named."""
+    inside ``folder`` only (no symlink followed); every symlink, special file and unlisted file in it is named, and
+    a missing file with a look-alike name there instead says how the names differ."""
     m = load(folder)
-    problems = [p for p in (check_entry(folder, f) for f in m["files"]) if p]
-    return sorted(problems + _unlisted(folder, {f["path"] for f in m["files"]}))
+    problems, missing = [], []
+    for f in m["files"]:
+        p = check_entry(folder, f)
+        if p == f"missing: {escape(f['path'])}":
+            missing.append(f["path"])
+        elif p:
+            problems.append(p)
+    walked, extra = _unlisted(folder, {f["path"] for f in m["files"]})
+    return sorted(problems + walked + [line for part in _paired(missing, extra) for line in part])
+
+
+def enclosing_release(path: str) -> str | None:
+    """The nearest folder at or above ``path`` (symlinks resolved) holding a manifest.json that :func:`load` accepts:
+    the release folder ``path`` is in, or None."""
+    d = os.path.realpath(path)
+    while True:
+        if os.path.isfile(os.path.join(d, MANIFEST)):
+            try:
+                load(d)
+                return d
+            except EdgedepthError:
+                pass
+        if os.path.dirname(d) == d:
+            return None
+        d = os.path.dirname(d)
 
 
 def _release_folder(path: str) -> str | None:

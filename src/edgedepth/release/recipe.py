@@ -17,7 +17,9 @@ from typing import Any
 
 from ..errors import EdgedepthError
 from ..formats import FORMATS
-from ..formats.base import check_sizes, recipe_field
+from ..formats.base import recipe_field
+from ..preprocess import parse_size
+from ..fsutil import read_input
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,10 +38,11 @@ class Recipe:
 
     def with_overrides(self, *, model: str | None = None, sizes: list[str] | None = None,
                        parity_images: int | None = None) -> "Recipe":
-        """The recipe with the CLI's overrides applied (validated like the file's own values)."""
-        r = dataclasses.replace(self, model=model or self.model, sizes=tuple(sizes or self.sizes),
+        """The recipe with the CLI's overrides applied (validated like the file's own values; ``sizes`` None: the
+        recipe's, a list: those, at least one, none twice)."""
+        r = dataclasses.replace(self, model=model or self.model,
+                                sizes=self.sizes if sizes is None else checked_sizes(sizes, "sizes", option="sizes"),
                                 parity_images=self.parity_images if parity_images is None else parity_images)
-        check_sizes("sizes", r.sizes)
         if r.parity_images < 0:
             raise EdgedepthError(f"parity images {r.parity_images}: must be >= 0")
         return r
@@ -47,6 +50,25 @@ class Recipe:
     def part(self, fmt):
         """The recipe's section for ``fmt`` (a Format), or None when it has none."""
         return dict(self.parts).get(fmt)
+
+
+def checked_sizes(sizes, what: str, option: str | None = None) -> tuple[str, ...]:
+    """``sizes`` ("HxW" strings) as canonical "HxW", or one EdgedepthError line (starting with ``what``): no size, an
+    empty or malformed one, or one size twice ("28x42", "28X42" and " 28x42" are one size)."""
+    if not isinstance(sizes, (list, tuple)) or all(isinstance(s, str) and not s.strip() for s in sizes):
+        raise EdgedepthError(f"{what}: no size given (a list of HxW, e.g. 518x686)", option=option)
+    seen: dict[tuple[int, int], str] = {}
+    for s in sizes:
+        if not isinstance(s, str) or not s.strip():
+            raise EdgedepthError(f"{what}: {s!r} is not a size (HxW, e.g. 518x686)", option=option)
+        try:
+            hw = parse_size(s)
+        except EdgedepthError as e:
+            raise EdgedepthError(f"{what}: {e}", option=option) from None
+        if hw in seen:
+            raise EdgedepthError(f"{what}: {seen[hw]!r} and {s!r} are the same size, listed twice", option=option)
+        seen[hw] = s
+    return tuple(f"{h}x{w}" for h, w in seen)
 
 
 def _parts(d: dict, where: str) -> tuple:
@@ -69,13 +91,13 @@ def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
         raise EdgedepthError(f"recipe {where}: rewrites {rewrites!r}: only 'default' is supported")
     r = Recipe(
         name=recipe_field(d, "name", str, where), base_model=recipe_field(d, "base_model", str, where),
-        model=recipe_field(d, "model", str, where), sizes=tuple(recipe_field(d, "sizes", list, where)),
+        model=recipe_field(d, "model", str, where),
+        sizes=checked_sizes(recipe_field(d, "sizes", list, where), f"recipe {where}: sizes"),
         rewrites=rewrites, parts=parts,
         parity_images=int(recipe_field(recipe_field(d, "parity", dict, where), "images", int, where)),
         parity_data=tuple(d.get("parity_data", [])),
         latency_data=tuple(d.get("latency_data", [])),
         path=path, sha256=sha256)
-    check_sizes("sizes", r.sizes)
     return r
 
 
@@ -107,16 +129,15 @@ def load_recipe(path: str | None = None) -> Recipe:
         if not os.path.isfile(path):
             raise EdgedepthError(f"the default recipe {path!r} is missing (edgedepth is installed without its "
                                  "repository): pass a recipe file")
-    if not os.path.isfile(path):
-        raise EdgedepthError(f"recipe {path!r} does not exist")
-    data = open(path, "rb").read()
+    data = read_input(path, "recipe")      # a FIFO, device or /proc file: one line, never a hang
     ns = _run(path)
     if not isinstance(ns.get("RECIPE"), dict):
         raise EdgedepthError(f"recipe {path!r} defines no RECIPE dict")
     for inc in ns.get("INCLUDES", ()):     # recipes built on another recipe: its bytes are part of the provenance
         try:
-            data += open(inc, "rb").read()
-        except (OSError, TypeError) as e:
-            raise EdgedepthError(f"recipe {path!r}: cannot read included file {inc!r}: "
-                                 f"{getattr(e, 'strerror', None) or e}") from None
+            data += read_input(inc, "included file")
+        except EdgedepthError as e:
+            raise EdgedepthError(f"recipe {path!r}: {e}") from None
+        except TypeError as e:
+            raise EdgedepthError(f"recipe {path!r}: cannot read included file {inc!r}: {e}") from None
     return from_dict(ns["RECIPE"], path=path, sha256=hashlib.sha256(data).hexdigest())

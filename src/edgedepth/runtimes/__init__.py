@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import os
 import sys
@@ -114,6 +115,16 @@ class FileRunner:
     # What run_all names each output, in the file's order: "depth" (output 0, what run returns) first
     output_names: tuple[str, ...] = ("depth",)
 
+    _closed = False
+
+    def __init_subclass__(cls, **kwargs):
+        """Each runner's own ``run``/``run_all`` refuse to run after its ``close`` (a one-line error, not the released
+        runtime's AttributeError or crash)."""
+        super().__init_subclass__(**kwargs)
+        for name in ("run", "run_all", "close"):
+            if name in cls.__dict__:
+                setattr(cls, name, (_closing if name == "close" else _open_only)(cls.__dict__[name]))
+
     @property
     def size(self) -> tuple[int, int]:
         return int(self.input_shape[2]), int(self.input_shape[3])
@@ -138,6 +149,24 @@ class FileRunner:
                                  f"not {x.dtype}" + (" pixels (a file exported with input_dtype uint8 takes those)"
                                                      if x.dtype == np.uint8 else ""))
         return np.ascontiguousarray(x)
+
+
+def _open_only(method):
+    @functools.wraps(method)
+    def run(self, x):
+        if self._closed:
+            raise EdgedepthError(f"this {getattr(self, 'name', 'model')} runner was closed: open a new one to run "
+                                 "again")
+        return method(self, x)
+    return run
+
+
+def _closing(method):
+    @functools.wraps(method)
+    def close(self) -> None:
+        self._closed = True
+        method(self)
+    return close
 
 
 def native_log_shown() -> bool:

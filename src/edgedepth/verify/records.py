@@ -32,6 +32,7 @@ import os
 import re
 
 from ..errors import EdgedepthError
+from ..fsutil import read_input
 
 KINDS = ("parity", "latency")
 _COMMON = ("sha256", "kind", "backend", "threads", "cpu", "gpu_adapter", "method", "source")
@@ -124,17 +125,16 @@ def row(record: dict) -> dict:
 
 def read(paths, kind: str, *, backend: str | None = None) -> dict[str, list[dict]]:
     """sha256 -> rows (``row``) of the ``kind`` records (of ``backend``, if given) in the report files ``paths``, in
-    path then record order; paths that are not files are skipped.  A file without records, or with a record off the
-    schema, is a one-line EdgedepthError naming the file."""
+    path then record order; paths that do not exist are skipped.  A file without records, with a record off the
+    schema, or that is no regular file (:func:`edgedepth.fsutil.read_input`) is a one-line EdgedepthError."""
     if kind not in KINDS:
         raise ValueError(f"kind should be one of {KINDS}, got {kind!r}")
     rows: dict[str, list[dict]] = {}
     for p in paths:
-        if not os.path.isfile(p):
+        if not os.path.lexists(p):
             continue
         try:
-            with open(p, encoding="utf-8") as f:
-                report = json.load(f)
+            report = json.loads(read_input(p, "report").decode("utf-8"))
         except ValueError as e:
             raise EdgedepthError(f"{p}: not JSON ({e})") from None
         for i, r in enumerate(records_of(report, p)):

@@ -31,7 +31,7 @@ import numpy as np
 
 from ... import interrupt, runtimes
 from ...errors import EdgedepthError
-from ...fsutil import atomic_path, write_bytes_atomic
+from ...fsutil import atomic_path, read_input, write_bytes_atomic
 from ...models import DEFAULT_STEM, family_of
 from ...preprocess import DEFAULT_SIZE, parse_size
 from ...progress import quiet_output as _quiet
@@ -85,15 +85,11 @@ def _need(module: str, what: str):
 def _load(path: str):
     """The ModelProto of ``path`` after the file checks; one-line errors for missing/empty/corrupt/invalid files."""
     onnx = _need("onnx", "onnx")
-    if not os.path.exists(path):
-        raise EdgedepthError(f"model file {path!r} does not exist")
-    if os.path.isdir(path):
-        raise EdgedepthError(f"model file {path!r} is a folder")
-    size = os.path.getsize(path)
-    if size == 0:
+    data = read_input(path, "model file")       # a FIFO, device or /proc file: one line, never a hang
+    if len(data) == 0:
         raise EdgedepthError(f"model file {path!r} is empty (0 bytes)")
     try:
-        model = onnx.load(path, load_external_data=False)
+        model = onnx.load_model_from_string(data)     # external data is never loaded
     except Exception as e:  # protobuf DecodeError on truncated/corrupt bytes
         raise EdgedepthError(f"model file {path!r} is corrupt or truncated (not an ONNX protobuf: "
                              f"{type(e).__name__})") from None

@@ -41,7 +41,7 @@ import numpy as np
 
 from ... import interrupt, runtimes
 from ...errors import EdgedepthError
-from ...fsutil import atomic_path
+from ...fsutil import atomic_path, read_input
 from ...models import DEFAULT_STEM
 from ...preprocess import parse_size
 from ...progress import quiet_output as _quiet
@@ -70,12 +70,7 @@ def check(path: str) -> bytes:
 
 def _read_checked(path: str):
     """(bytes, deserialized PTEFile) of a .pte that passed every check."""
-    if not os.path.exists(path):
-        raise EdgedepthError(f"model file {path!r} does not exist")
-    if os.path.isdir(path):
-        raise EdgedepthError(f"model file {path!r} is a folder")
-    with open(path, "rb") as f:
-        data = f.read()
+    data = read_input(path, "model file")       # a FIFO, device or /proc file: one line, never a hang
     if len(data) == 0:
         raise EdgedepthError(f"model file {path!r} is empty (0 bytes)")
     if len(data) < 8 or data[4:6] != PTE_IDENTIFIER:

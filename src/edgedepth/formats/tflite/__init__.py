@@ -24,7 +24,7 @@ import numpy as np
 
 from ... import interrupt, runtimes
 from ...errors import EdgedepthError
-from ...fsutil import write_bytes_atomic
+from ...fsutil import read_input, write_bytes_atomic
 from ...models import DEFAULT_STEM
 from ...preprocess import MEAN, STD, parse_size
 from ...progress import quiet_output as _quiet
@@ -43,11 +43,7 @@ def _schema():
 
 def check(path: str) -> bytes:
     """Read ``path`` and check it is a complete TFLite flatbuffer; raise a one-line error naming the problem."""
-    if not os.path.exists(path):
-        raise EdgedepthError(f"model file {path!r} does not exist")
-    if os.path.isdir(path):
-        raise EdgedepthError(f"model file {path!r} is a folder")
-    data = open(path, "rb").read()
+    data = read_input(path, "model file")       # a FIFO, device or /proc file: one line, never a hang
     if len(data) == 0:
         raise EdgedepthError(f"model file {path!r} is empty (0 bytes)")
     if len(data) < 8 or data[4:8] != b"TFL3":
