@@ -24,20 +24,30 @@ workers and fetches only); the page keeps verified model files in Cache Storage 
 Hostile requests: a path that is not printable UTF-8 after percent-decoding gets 400; a Host header that is not a
 loopback name or address gets 421 (DNS rebinding); any failure while answering is one log line and a 500, never a
 traceback; a connection idle for ``timeout`` seconds (default :data:`IDLE_TIMEOUT_S`) is closed.
+
+Load: the kernel queues up to :data:`LISTEN_BACKLOG` connections; at most ``max_connections`` (default
+:data:`MAX_CONNECTIONS`) are handled at once, each by its own thread, and the accept loop answers any more with 503 at
+once (no thread); a request line and headers that do not all arrive within ``header_timeout`` seconds (default
+:data:`HEADER_TIMEOUT_S`) of their first byte get 408 and the connection is closed (slowloris); ``manifest.json`` is
+parsed once per version of the file (:func:`_listed_paths`), not per request.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import collections
 import errno
 import hashlib
+import io
 import ipaddress
+import json
 import os
 import posixpath
 import re
 import shutil
 import socket
+import stat
 import sys
 import threading
 import time
@@ -63,6 +73,30 @@ TJS_ORT_PREFIX = "/vendor/@huggingface/transformers/ort/"   # its own ORT-web's 
 RELEASE_PREFIX = "/release/"
 RUNNABLE = tuple(f.name for f in formats.FORMATS if f.browser_runtime)   # manifest formats the page runs
 IDLE_TIMEOUT_S = 30.0                             # a connection that sends nothing for this long is closed
+LISTEN_BACKLOG = 128
+"""listen() backlog: connections the kernel holds while the accept loop is busy.  socketserver's 5 let 153 of 300
+simultaneous clients time out (their SYNs dropped); with 128 (Linux's historical somaxconn) all 300 were answered in
+about a second.  Kept above :data:`MAX_CONNECTIONS`, so a burst past the cap gets a quick 503, not a stall."""
+MAX_CONNECTIONS = 64
+"""Connections handled at once (one thread each, each with up to a 1 MiB copy buffer: at most 64 MiB).  A browser
+opens at most 6 connections per host, so this leaves room for ten tabs; any more get 503 from the accept loop."""
+HEADER_TIMEOUT_S = 10.0
+"""Seconds for a request line and its headers to arrive in full, counted from their first byte.  A browser sends them
+in one write (a few KB over loopback); without a total limit a client sending one byte per idle period kept a thread
+for as long as it liked (slowloris).  Generous for a loaded machine; idle connections are governed by the idle
+timeout."""
+RETRY_AFTER_S = 1
+"""Retry-After of the 503 answered beyond :data:`MAX_CONNECTIONS`: connections to a local server finish in well under
+a second, so one second later there is usually room."""
+REFUSED_LINGER_S = 2.0
+"""How long a connection answered 503 is kept to read (and drop) what its client still sends: closing a socket with
+unread bytes resets the connection, which can make the client lose the 503 before it reads it."""
+MAX_REFUSED = 256
+"""Connections answered 503 that are kept lingering at once (file descriptors); beyond that the oldest is closed."""
+MANIFEST_SETTLE_S = 2.0
+"""A manifest whose status changed less than this long before it was read is parsed again on the next request instead
+of being cached: file systems stamp changes with a coarse clock (a kernel tick; 1-2 s on some), so a same-size rewrite
+within one tick would otherwise look unchanged."""
 
 MIME = {
     ".html": "text/html; charset=utf-8",
@@ -306,6 +340,103 @@ def _safe_join(root: str, rel: str) -> str | None:
     return path
 
 
+_FD_DIR = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else None   # names an open folder by its descriptor
+_listings: dict[tuple, frozenset[str] | None] = {}     # manifest file identity -> the paths it lists (None: invalid)
+_listings_lock = threading.Lock()
+_LISTINGS_KEPT = 8          # manifests remembered (one per release folder served; tests run several servers)
+
+
+def _listed_paths(dir_fd: int) -> frozenset[str] | None:
+    """The paths listed by ``manifest.json`` of the open release folder ``dir_fd``; None if it has no valid one.
+
+    Parsed once per version of the file, recognised by (device, inode, size, mtime, ctime) of the file actually read
+    (a 56 MB manifest took over a second per request to parse); a version changed less than
+    :data:`MANIFEST_SETTLE_S` before it was read is not remembered.  One parse at a time: concurrent requests for
+    a new version wait for it rather than parse it again."""
+    try:
+        fd = os.open(MANIFEST, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:              # missing, or a symlink (ELOOP)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > mf.MAX_MANIFEST_BYTES:
+            return None
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        with _listings_lock:
+            if key in _listings:
+                return _listings[key]
+            settled = time.time_ns() - st.st_ctime_ns > MANIFEST_SETTLE_S * 1e9
+            try:
+                m = mf.check_schema(json.loads(f.read(mf.MAX_MANIFEST_BYTES + 1).decode("utf-8")), MANIFEST)
+                listed = frozenset(e["path"] for e in m["files"])
+            except (OSError, ValueError, RecursionError, EdgedepthError):   # unreadable, not JSON, not a manifest
+                listed = None
+            if settled:
+                while len(_listings) >= _LISTINGS_KEPT:
+                    del _listings[next(iter(_listings))]
+                _listings[key] = listed
+            return listed
+
+
+def _open_in(dir_fd: int, folder: str, rel: str):
+    """:func:`mf.open_listed` of ``rel`` in the folder open as ``dir_fd`` (not whatever ``folder`` names by now)."""
+    if _FD_DIR:
+        return mf.open_listed(f"{_FD_DIR}/{dir_fd}", rel)
+    fh, problem = mf.open_listed(folder, rel)
+    try:
+        same = fh is None or os.path.samestat(os.fstat(dir_fd), os.stat(folder))
+    except OSError:
+        same = False
+    if not same:                 # the folder was swapped between the two opens
+        fh.close()
+        return None, f"changed while read: {escape(rel)}"
+    return fh, problem
+
+
+class _HeaderClock(io.RawIOBase):
+    """A connection's reads, with a deadline for one request line and its headers (:meth:`arm`): counted from their
+    first byte, each read waits at most the idle timeout and never past the deadline, then TimeoutError."""
+
+    def __init__(self, raw, sock: socket.socket, idle_s: float, limit_s: float):
+        super().__init__()
+        self.raw, self.sock, self.idle_s, self.limit_s = raw, sock, idle_s, limit_s
+        self.armed, self.deadline, self.expired = False, None, False
+
+    def readable(self) -> bool:
+        return True
+
+    def arm(self) -> None:
+        self.armed, self.deadline, self.expired = True, None, False
+
+    def disarm(self) -> None:
+        if self.deadline is not None:
+            self.sock.settimeout(self.idle_s)
+        self.armed, self.deadline = False, None
+
+    def readinto(self, b) -> int | None:
+        clocked = False          # this read waits until the deadline rather than the idle timeout
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.expired = True
+                raise TimeoutError("request headers not received in time")
+            clocked = left < self.idle_s
+            self.sock.settimeout(min(self.idle_s, left))
+        try:
+            n = self.raw.readinto(b)
+        except TimeoutError:
+            self.expired = clocked
+            raise
+        if n and self.armed and self.deadline is None:
+            self.deadline = time.monotonic() + self.limit_s
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self.raw.close()
+        super().close()
+
+
 class PlaygroundHandler(BaseHTTPRequestHandler):
     """GET/HEAD for the page, the vendored runtime and the release folder; 404 for anything else."""
     server_version = "edgedepth-serve"
@@ -313,6 +444,36 @@ class PlaygroundHandler(BaseHTTPRequestHandler):
     release = ""
     quiet = True
     timeout = IDLE_TIMEOUT_S    # socket timeout (StreamRequestHandler): an idle or stalled connection is closed
+    header_timeout = HEADER_TIMEOUT_S
+    rbufsize = 0                # setup() gets the socket's raw reader and buffers it behind _HeaderClock
+
+    def setup(self) -> None:
+        super().setup()
+        self._clock = _HeaderClock(self.rfile, self.connection, self.timeout, self.header_timeout)
+        self.rfile = io.BufferedReader(self._clock)
+
+    def handle_one_request(self) -> None:
+        """One request, its request line and headers within ``header_timeout`` of their first byte (else 408)."""
+        self._clock.arm()
+        try:
+            super().handle_one_request()
+        finally:
+            expired = self._clock.expired
+            self._clock.disarm()
+        if expired:
+            self.close_connection = True
+            self.command, self.request_version = "", "HTTP/1.1"
+            self.requestline = getattr(self, "requestline", "")
+            try:
+                self.send_error(HTTPStatus.REQUEST_TIMEOUT, "request headers took too long")
+            except OSError:
+                pass
+
+    def parse_request(self) -> bool:
+        try:
+            return super().parse_request()
+        finally:
+            self._clock.disarm()         # the headers are in: answering is not on the header clock
 
     def resolve(self, path: str) -> tuple[str, str] | None:
         """(file path, Content-Type) of a page/runtime file for the decoded URL path, or None."""
@@ -354,14 +515,16 @@ class PlaygroundHandler(BaseHTTPRequestHandler):
             RELEASE_TYPES.get(os.path.splitext(name)[1].lower())
         if ctype is None or mf.path_problem(rel):
             return None
-        if rel != MANIFEST:
-            try:
-                listed = {f["path"] for f in mf.load(self.release)["files"]}
-            except EdgedepthError:
+        try:    # one open folder for the manifest and the file: a release swapped meanwhile never mixes with it
+            dir_fd = os.open(self.release, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            if rel != MANIFEST and rel not in (_listed_paths(dir_fd) or ()):
                 return None
-            if rel not in listed:
-                return None
-        fh, _problem = mf.open_listed(self.release, rel)
+            fh, _problem = _open_in(dir_fd, self.release, rel)
+        finally:
+            os.close(dir_fd)
         return (fh, ctype) if fh else None
 
     def _open(self, path: str):
@@ -451,9 +614,90 @@ class PlaygroundHandler(BaseHTTPRequestHandler):
             self._log(format % args)
 
 
+def _busy_reply() -> bytes:
+    body = b"too many connections: try again in a moment\n"
+    head = ["HTTP/1.1 503 Service Unavailable", f"Server: {PlaygroundHandler.server_version}",
+            "Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(body)}",
+            f"Retry-After: {RETRY_AFTER_S}", "Connection: close", *(f"{k}: {v}" for k, v in SECURITY_HEADERS.items()),
+            "Content-Security-Policy: default-src 'none'; frame-ancestors 'none'"]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+_BUSY_REPLY = _busy_reply()
+
+
 class _Server(ThreadingHTTPServer):
+    """One thread per connection up to ``max_connections``; beyond that the accept loop answers 503 itself."""
     daemon_threads = True
     allow_reuse_address = True    # SO_REUSEADDR: restart right after a stop; a port in LISTEN use still fails
+    request_queue_size = LISTEN_BACKLOG
+
+    def __init__(self, address, handler, max_connections: int = MAX_CONNECTIONS):
+        self.max_connections = max_connections
+        self.active_connections = 0              # connections with a handler thread
+        self._count_lock = threading.Lock()
+        self._refused: collections.deque = collections.deque()    # (socket, deadline): answered 503, lingering
+        self._refusal_logged = -float("inf")
+        super().__init__(address, handler)
+
+    def process_request(self, request, client_address) -> None:
+        with self._count_lock:
+            full = self.active_connections >= self.max_connections
+            if not full:
+                self.active_connections += 1
+        if full:
+            self._refuse(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        with self._count_lock:
+            self.active_connections -= 1
+
+    def _refuse(self, sock: socket.socket) -> None:
+        """503 from the accept loop, without blocking it: the reply fits an empty send buffer; the socket lingers
+        (:meth:`service_actions`) until its client closes or :data:`REFUSED_LINGER_S` passes."""
+        now = time.monotonic()
+        if now - self._refusal_logged >= 60:     # one line a minute at most, however many are refused
+            self._refusal_logged = now
+            sys.stderr.write(f"edgedepth serve: {self.max_connections} connections open: "
+                             "answering 503 to new ones\n")
+        try:
+            sock.setblocking(False)
+            sock.send(_BUSY_REPLY)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            sock.close()
+            return
+        if len(self._refused) >= MAX_REFUSED:
+            self._refused.popleft()[0].close()
+        self._refused.append((sock, now + REFUSED_LINGER_S))
+
+    def service_actions(self) -> None:
+        """Between accepts (and every poll interval): read and drop what refused clients send; close those done."""
+        super().service_actions()
+        now, keep = time.monotonic(), collections.deque()
+        for sock, deadline in self._refused:
+            if now < deadline and not _drained(sock):
+                keep.append((sock, deadline))
+            else:
+                sock.close()
+        self._refused = keep
+
+    def server_close(self) -> None:
+        super().server_close()
+        while self._refused:
+            self._refused.popleft()[0].close()
 
     def handle_error(self, request, client_address) -> None:
         """Anything that escaped the handler: one line on stderr, no traceback (socketserver prints one)."""
@@ -467,10 +711,25 @@ class _Server6(_Server):
     address_family = socket.AF_INET6
 
 
+def _drained(sock: socket.socket) -> bool:
+    """Read what a non-blocking ``sock`` has waiting (a bounded amount); True once its client has closed."""
+    for _ in range(16):
+        try:
+            if not sock.recv(65536):
+                return True
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+    return False
+
+
 def make_server(folder: str, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, *, web: str | None = None,
-                quiet: bool = True, timeout: float = IDLE_TIMEOUT_S) -> ThreadingHTTPServer:
+                quiet: bool = True, timeout: float = IDLE_TIMEOUT_S, header_timeout: float = HEADER_TIMEOUT_S,
+                max_connections: int = MAX_CONNECTIONS) -> ThreadingHTTPServer:
     """Check everything, bind, and return the server (not yet serving). ``port=0`` picks a free port; a connection
-    idle for ``timeout`` seconds is closed."""
+    idle for ``timeout`` seconds is closed, as is one whose request line and headers take over ``header_timeout``
+    seconds (408); at most ``max_connections`` are handled at once, any more get 503."""
     _check_host(host)
     _check_release(folder)
     web = os.path.abspath(web or web_dir())
@@ -479,11 +738,18 @@ def make_server(folder: str, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST,
         raise EdgedepthError(f"--port {port}: expected 0..65535")
     if not timeout > 0:
         raise EdgedepthError(f"timeout {timeout}: expected a positive number of seconds", option="timeout")
+    if not header_timeout > 0:
+        raise EdgedepthError(f"header_timeout {header_timeout}: expected a positive number of seconds",
+                             option="header_timeout")
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+        raise EdgedepthError(f"max_connections {max_connections}: expected a whole number of at least 1",
+                             option="max_connections")
     handler = type("Handler", (PlaygroundHandler,), {"web": web, "release": os.path.abspath(folder), "quiet": quiet,
-                                                     "timeout": float(timeout)})
+                                                     "timeout": float(timeout),
+                                                     "header_timeout": float(header_timeout)})
     cls = _Server6 if ":" in host else _Server
     try:
-        return cls((host, int(port)), handler)
+        return cls((host, int(port)), handler, max_connections)
     except OSError as e:
         if e.errno == errno.EADDRINUSE:
             raise EdgedepthError(f"port {port} on {host} is already in use (stop the other server or pick another "
@@ -507,9 +773,11 @@ def start_in_thread(server: ThreadingHTTPServer) -> threading.Thread:
 
 
 def serve(folder: str, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, *, web: str | None = None,
-          quiet: bool = False) -> int:
+          quiet: bool = False, header_timeout: float = HEADER_TIMEOUT_S,
+          max_connections: int = MAX_CONNECTIONS) -> int:
     """Serve the playground for the release folder ``folder`` until Ctrl-C; returns 0."""
-    server = make_server(folder, port, host, web=web, quiet=quiet)
+    server = make_server(folder, port, host, web=web, quiet=quiet, header_timeout=header_timeout,
+                         max_connections=max_connections)
     url = url_of(server)
     m = _check_release(folder)
     n = sum(1 for f in m["files"] if f.get("format") in RUNNABLE)
@@ -528,7 +796,8 @@ def serve(folder: str, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, *, we
 
 
 def cmd_serve(args) -> int:
-    return serve(args.folder, args.port, args.host, quiet=args.quiet)
+    return serve(args.folder, args.port, args.host, quiet=args.quiet, header_timeout=args.header_timeout,
+                 max_connections=args.max_connections)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -541,6 +810,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 = any free)")
     p.add_argument("--host", default=DEFAULT_HOST, help="loopback address to listen on (default 127.0.0.1)")
     p.add_argument("--quiet", action="store_true", help="do not log requests")
+    p.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
+                   help=f"connections handled at once; more get 503 (default {MAX_CONNECTIONS})")
+    p.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT_S, metavar="SECONDS",
+                   help=f"time for a request's headers to arrive in full, else 408 (default {HEADER_TIMEOUT_S:g})")
     p.set_defaults(func=cmd_serve)
     return p
 
@@ -554,7 +827,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except EdgedepthError as e:
-        print(f"edgedepth: error: {e}", file=sys.stderr)
+        print(f"edgedepth: error: {e.for_cli()}", file=sys.stderr)
         return e.exit_code
 
 

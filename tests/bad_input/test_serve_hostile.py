@@ -2,7 +2,8 @@
 
 The server runs in this process (``make_server(port=0)`` + ``start_in_thread``) on 127.0.0.1 only, with a one-second
 idle timeout and a stand-in web/ folder (the real index.html, a placeholder LiteRT.js wasm), so no npm install is
-needed.  Requests go through raw sockets (bytes http.client refuses to send) or http.client.
+needed.  Requests go through raw sockets (bytes http.client refuses to send) or http.client.  The load tests (listen
+backlog, connection cap, header deadline, manifest parsed once per version) start servers of their own limits.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import http.client
+import json
 import os
 import re
+import select
 import shutil
 import socket
 import threading
@@ -207,3 +210,205 @@ def test_timeout_must_be_positive(release, web):
 
     with pytest.raises(EdgedepthError, match="timeout"):
         make_server(release, port=0, host=HOST, web=web, timeout=0)
+
+
+# ---------------------------------------------------------------------------------------------------- under load
+
+def _connected(s: socket.socket) -> bool:
+    try:
+        s.getpeername()
+    except OSError:          # still in SYN_SENT: the listen queue had no room for it
+        return False
+    return True
+
+
+def test_listen_backlog_queues_many_connections(release, web):
+    """Load: while the accept loop is busy, the kernel queues at least 100 connections (socketserver's backlog of 5
+    left the rest unanswered: SYNs dropped, clients timing out); once serving, every one of them is answered (200, or
+    503 beyond the connection cap)."""
+    from edgedepth.serve import LISTEN_BACKLOG, make_server, start_in_thread
+
+    n = 100
+    assert LISTEN_BACKLOG >= 128 > n
+    srv = make_server(release, port=0, host=HOST, web=web, timeout=60)       # bound and listening, not accepting yet
+    socks, serving = [], False
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex((HOST, _port(srv)))
+            socks.append(s)
+        deadline = time.monotonic() + 3       # a dropped SYN is retried after 1 s, then 3 s: still no room then
+        while not all(map(_connected, socks)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sum(map(_connected, socks)) == n
+        start_in_thread(srv)
+        serving = True
+        statuses = []
+        for s in socks:
+            s.settimeout(30)
+            s.sendall(b"GET /release/LICENSE HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        for s in socks:
+            chunks = []
+            while chunk := s.recv(65536):
+                chunks.append(chunk)
+            statuses.append(_status(b"".join(chunks)))
+        assert set(statuses) <= {200, 503} and 200 in statuses, statuses
+    finally:
+        for s in socks:
+            s.close()
+        if serving:
+            srv.shutdown()          # waits for serve_forever: only once it runs
+        srv.server_close()
+
+
+def test_connections_beyond_the_cap_get_503_at_once(release, web):
+    """Load: with max_connections held open (half a request each; idle and header timeouts of a minute), each further
+    connection gets 503 with Retry-After and Connection: close from the accept loop, long before any held connection
+    times out; once one held connection closes, requests are served again."""
+    from edgedepth.serve import make_server, start_in_thread
+
+    cap = 4
+    srv = make_server(release, port=0, host=HOST, web=web, timeout=60, header_timeout=60, max_connections=cap)
+    start_in_thread(srv)
+    held = []
+    try:
+        for _ in range(cap):     # accepted in order, so all are counted before the next connection is looked at
+            s = socket.create_connection((HOST, _port(srv)), timeout=30)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            held.append(s)
+        started = time.monotonic()
+        for _ in range(10):
+            reply = _raw(srv, b"GET /release/LICENSE HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            head = reply.split(b"\r\n\r\n", 1)[0].decode().lower().split("\r\n")
+            assert _status(reply) == 503, reply[:200]
+            assert "retry-after: 1" in head and "connection: close" in head, head
+        assert time.monotonic() - started < 30          # answered at once: the held connections time out after 60 s
+        assert srv.active_connections == cap            # no handler thread for the refused ones
+        held.pop().close()
+        deadline = time.monotonic() + 30
+        while (status := _get(srv, "/release/LICENSE")[0]) == 503 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert status == 200
+    finally:
+        for s in held:
+            s.close()
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_slowloris_headers_are_cut_off_by_the_deadline(release, web):
+    """Load: a client sending its headers a byte at a time, each byte well inside the idle timeout, gets 408 and is
+    closed once the header deadline has passed since its first byte, long before it would have finished (was: it held
+    its thread for as long as it kept dribbling); the server then answers others as usual."""
+    from edgedepth.serve import make_server, start_in_thread
+
+    limit = 1.0
+    step = limit / 4                                       # well inside the idle timeout below
+    srv = make_server(release, port=0, host=HOST, web=web, timeout=limit * 2, header_timeout=limit)
+    start_in_thread(srv)
+    request = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 100 + b"\r\n\r\n"
+    steps = int(10 * limit / step)                         # dribbling everything would take 10x the deadline
+    reply, ended = b"", None
+    try:
+        with socket.create_connection((HOST, _port(srv)), timeout=30) as s:
+            started = time.monotonic()
+            try:
+                for byte in request[:steps]:
+                    s.sendall(bytes([byte]))
+                    if select.select([s], [], [], step)[0]:       # the server answered or closed
+                        break
+                ended = time.monotonic() - started
+                while chunk := s.recv(65536):
+                    reply += chunk
+            except (BrokenPipeError, ConnectionResetError):
+                ended = ended or time.monotonic() - started
+        assert ended is not None and ended < 3 * limit, (ended, reply[:200])
+        assert not reply or _status(reply) == 408, reply[:200]
+        assert _get(srv, "/")[0] == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _swap_in(link: str, target: str) -> None:
+    """Point the symlink ``link`` at ``target`` atomically (a new link renamed over the old)."""
+    tmp = link + ".new"
+    os.symlink(target, tmp)
+    os.replace(tmp, link)
+
+
+def test_manifest_is_parsed_once_per_version(server, release, monkeypatch):
+    """Load: 20 requests for listed files parse manifest.json once (each request parsed it: a 56 MB manifest made 20
+    requests take 25 s); a new manifest is parsed once more, and what it lists is served from then on."""
+    from edgedepth import serve
+    from edgedepth.release import manifest as mf
+
+    monkeypatch.setattr(serve, "MANIFEST_SETTLE_S", 0.2)    # a manifest changed this recently is not yet cached
+    parses = []
+    check_schema = mf.check_schema
+    monkeypatch.setattr(mf, "check_schema", lambda m, where: parses.append(where) or check_schema(m, where))
+    time.sleep(0.3)
+    for _ in range(20):
+        assert _get(server, "/release/LICENSE")[0] == 200
+    assert len(parses) == 1
+    assert _get(server, "/release/unlisted.txt")[0] == 404
+    m = json.loads(open(os.path.join(release, "manifest.json"), "rb").read())
+    m["files"].append(mf.file_entry(release, "unlisted.txt"))
+    mf.write(release, m)
+    time.sleep(0.3)
+    for _ in range(10):
+        assert _get(server, "/release/unlisted.txt")[0] == 200
+    assert len(parses) == 2
+
+
+def test_swapped_release_is_served_with_its_own_manifest(release, web, tmp_path, monkeypatch):
+    """A release folder swapped under the running server (a symlink renamed over): each file is listed by, and read
+    from, the same release, even when the swap lands between reading the manifest and opening the file; after the
+    swap, the new release's manifest decides and its bytes are served."""
+    from edgedepth import serve
+    from edgedepth.release import manifest as mf
+    from edgedepth.serve import make_server, start_in_thread
+
+    monkeypatch.setattr(serve, "MANIFEST_SETTLE_S", 0.0)
+    other = tmp_path / "rel2"
+    other.mkdir()
+    (other / "LICENSE").write_bytes(b"another licence\n")
+    (other / "notes.txt").write_bytes(b"present but not listed\n")
+    shutil.copyfile(os.path.join(release, "model.tflite"), other / "model.tflite")
+    mf.write(str(other), {"name": "other", "files": [mf.file_entry(str(other), "LICENSE"),
+                                                      mf.file_entry(str(other), "model.tflite", format="tflite")]})
+    link = str(tmp_path / "current")
+    os.symlink(release, link)
+    srv = make_server(link, port=0, host=HOST, web=web, timeout=30)
+    start_in_thread(srv)
+    try:
+        assert _get(srv, "/release/LICENSE")[2] == LISTED["LICENSE"]
+        listed_paths = serve._listed_paths
+
+        def swap_after_listing(dir_fd):
+            listed = listed_paths(dir_fd)
+            _swap_in(link, str(other))     # the folder changes between the manifest and the file
+            return listed
+
+        monkeypatch.setattr(serve, "_listed_paths", swap_after_listing)
+        assert _get(srv, "/release/LICENSE")[2] == LISTED["LICENSE"]      # the release whose manifest listed it
+        monkeypatch.setattr(serve, "_listed_paths", listed_paths)
+        status, _, body = _get(srv, "/release/LICENSE")
+        assert status == 200 and body == b"another licence\n"
+        assert _get(srv, "/release/notes.txt")[0] == 404                 # not listed by the new release's manifest
+        assert _get(srv, "/release/manifest.json")[2] == open(other / "manifest.json", "rb").read()
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_limits_are_options_with_one_line_errors(release, web, monkeypatch, capsys):
+    """--max-connections and --header-timeout: a value out of range is one line naming the option, exit 2."""
+    from edgedepth.serve import main
+
+    monkeypatch.setenv("EDGEDEPTH_WEB_DIR", web)
+    for option, value in (("--max-connections", "0"), ("--header-timeout", "0"), ("--header-timeout", "-1")):
+        assert main([release, "--port", "0", option, value]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and option in err, err
