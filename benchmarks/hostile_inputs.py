@@ -147,6 +147,14 @@ def left_on_disk(out: str) -> dict:
     return {"files_in_output": names, "hidden_beside_output": litter}
 
 
+def tiny_model(work: str) -> str:
+    """synthetic-tiny 56x70 FP32 .tflite exported with this tree's code into ``work``; its path."""
+    out = os.path.join(work, "tiny")
+    subprocess.run([sys.executable, "-m", "edgedepth", "export", "--model", "synthetic-tiny", "--size", "56x70",
+                    "--precision", "fp32", "--out", out, "--quiet"], check=True, capture_output=True)
+    return os.path.join(out, next(n for n in os.listdir(out) if n.endswith(".tflite")))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", required=True, help="a checkout of the older commit (git worktree)")
@@ -161,10 +169,7 @@ def main(argv=None) -> int:
     codes = {"before": os.path.join(os.path.abspath(a.before), "src"), "after": os.path.join(ROOT, "src")}
     rev = subprocess.run(["git", "-C", a.before, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     with tempfile.TemporaryDirectory(prefix="edgedepth-hostile-") as work:
-        tiny = os.path.join(work, "tiny")
-        subprocess.run([sys.executable, "-m", "edgedepth", "export", "--model", "synthetic-tiny", "--size", "56x70",
-                        "--precision", "fp32", "--out", tiny, "--quiet"], check=True, capture_output=True)
-        tiny = os.path.join(tiny, next(n for n in os.listdir(tiny) if n.endswith(".tflite")))
+        tiny = tiny_model(work)
         results = {}
         for name, (args, env, sig) in cases(work, tiny).items():
             if a.only and not name.startswith(a.only):
@@ -207,10 +212,7 @@ def main_items(a) -> int:
     out_path = a.out if a.out != OUT else OUT.replace(".json", "_items.json")
     rev = subprocess.run(["git", "-C", a.before, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     with tempfile.TemporaryDirectory(prefix="edgedepth-hostile-") as work:
-        tiny_dir = os.path.join(work, "tiny")
-        subprocess.run([sys.executable, "-m", "edgedepth", "export", "--model", "synthetic-tiny", "--size", "56x70",
-                        "--precision", "fp32", "--out", tiny_dir, "--quiet"], check=True, capture_output=True)
-        tiny = os.path.join(tiny_dir, next(n for n in os.listdir(tiny_dir) if n.endswith(".tflite")))
+        tiny = tiny_model(work)
         from edgedepth.samples import sample_photo
         sides = {side: hostile_items.Side(side, code, work, run) for side, code in
                  {"before": os.path.join(os.path.abspath(a.before), "src"), "after": os.path.join(ROOT, "src")}.items()}

@@ -129,8 +129,8 @@ def release_over_edited_release(s, sh):
 def export_into_release(s, sh):
     d = s.dir("rel") + "/rel"
     shutil.copytree(sh["release"][s.name], d)
-    r = s.py("import edgedepth; edgedepth.export('synthetic-tiny', size='28x42', out_dir=%r, precisions=['fp32'])" % d,
-             cap=300)
+    r = s.py("import edgedepth; edgedepth.export(%r, size='28x42', out_dir=%r, precisions=['fp32'])"
+             % (sh["hf_other"], d), cap=300)
     v = s.cli("verify", d)
     return r | {"outcome": f"verify afterwards: exit {v['exit_code']}"}
 
@@ -277,7 +277,7 @@ def _signal_case(sig: int, command: str):
                       interrupt_on="convert", delay=0.5, sig=sig, cap=300)
         else:
             r = s.cli("release", "--recipe", s.recipe, "--out", out, *[a for a in BUILD if a != "--quiet"],
-                      interrupt_on="convert", delay=0.5, sig=sig, cap=300)
+                      interrupt_on="rewrites + export", delay=0.5, sig=sig, cap=300)
         left = sorted(os.listdir(d))
         return r | {"outcome": f"left: {', '.join(left) if left else 'nothing'}"}
     return case
@@ -461,10 +461,12 @@ def shared_inputs(work: str, tiny: str, photo: str, sides: dict, web: str, flat_
     zero = os.path.join(work, "zero.png")
     flat_png(zero, 0, 0)
     hf = os.path.join(work, "hf")
-    subprocess.run([sys.executable, "-c", "from edgedepth.checkpoint import load_checkpoint; "
-                    f"load_checkpoint('synthetic-tiny', quiet=True).model.save_pretrained({hf!r})"], check=True,
-                   capture_output=True)
-    return {"tiny": tiny, "photo": photo, "photo_named_scene": named, "zero_png": zero, "hf_folder": hf,
+    other = os.path.join(work, "hf-other")        # the same architecture, other weights: other bytes, same file names
+    subprocess.run([sys.executable, "-c", "import torch; from edgedepth.checkpoint import load_checkpoint; "
+                    f"m = load_checkpoint('synthetic-tiny', quiet=True).model; m.save_pretrained({hf!r}); "
+                    "torch.nn.init.normal_(next(m.parameters()), std=0.1); "
+                    f"m.save_pretrained({other!r})"], check=True, capture_output=True)
+    return {"tiny": tiny, "photo": photo, "photo_named_scene": named, "zero_png": zero, "hf_folder": hf, "hf_other": other,
             "release": _Releases(work, sides), "web": web}
 
 
