@@ -40,7 +40,7 @@ PY
 echo
 echo "== predict (sample photo: matplotlib's grace_hopper.jpg)"
 PHOTO=$($BIN/python -m edgedepth.samples)
-$BIN/edgedepth predict "$PHOTO" --model "$REL/depth_anything_v2_small_518x686_fp32.tflite" -o "$OUT/predict" --raw --quiet
+$BIN/edgedepth predict "$PHOTO" --model "$REL/depth_anything_v2_small_518x686_fp32.tflite" -o "$OUT/predict" --raw --quiet --overwrite   # its own maps of an earlier demo
 echo
 echo "== the playground in compare mode (headless chromium: LiteRT.js and ONNX Runtime Web on the same photo)"
 $BIN/python scripts/screenshot.py "$REL" -o "$OUT/playground.png"

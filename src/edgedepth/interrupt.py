@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import sys
 import threading
 
@@ -75,16 +76,43 @@ def checking(progress=None):
     return stage
 
 
-@contextlib.contextmanager
-def removed_on_failure(paths: list):
-    """When the block fails or is interrupted, remove every file named in ``paths`` (the block appends each file it is
-    about to write, before writing it): a failed command leaves none of the files it was making."""
+def _regular_id(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the regular file at ``path`` (symlinks not followed), else None."""
     try:
-        yield paths
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+class _Written(list):
+    """The files a block is about to write, each with what was at its path before (see :func:`removed_on_failure`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.before: dict[str, tuple[int, int] | None] = {}
+
+    def append(self, path) -> None:
+        self.before.setdefault(os.fspath(path), _regular_id(path))
+        super().append(path)
+
+
+@contextlib.contextmanager
+def removed_on_failure(paths: list | None = None):
+    """When the block fails or is interrupted, remove every file named in ``paths`` (the block appends each file it is
+    about to write, before writing it) that this block wrote: a failed command leaves none of the files it was making,
+    and never removes what was there before it wrote (a file it had not yet replaced, a folder, a link)."""
+    written = _Written()
+    for p in paths or ():
+        written.append(p)
+    try:
+        yield written
     except BaseException:
-        for p in paths:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(p)
+        for p in written:
+            now = _regular_id(p)
+            if now is not None and now != written.before.get(os.fspath(p)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(p)
         raise
 
 

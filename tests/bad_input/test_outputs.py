@@ -174,3 +174,22 @@ def test_predict_prints_paths_escaped(tmp_path, tiny_plain_export):
     assert "\x1b" not in r.stdout and r.stdout.count("\n") == 1
     assert "a\\nb\\x1b[31mred_depth.png" in r.stdout
     assert os.path.exists(tmp_path / "out" / "a\nb\x1b[31mred_depth.png")
+
+
+def test_failed_export_removes_only_what_it_wrote(tmp_path):
+    """The cleanup of a failed export removes the files that run wrote, never what was at a path before it: a folder
+    with a file's name (was "unexpected IsADirectoryError"), or an earlier file the run never got to replace."""
+    from edgedepth.fsutil import write_bytes_atomic
+    from edgedepth.interrupt import removed_on_failure
+
+    folder, earlier, new = tmp_path / "a.tflite", tmp_path / "b.tflite", tmp_path / "c.tflite"
+    folder.mkdir()
+    earlier.write_bytes(b"an earlier export")
+    with pytest.raises(EdgedepthError, match="is a folder"):
+        with removed_on_failure() as written:
+            written.append(str(new))
+            write_bytes_atomic(str(new), b"made by this run")
+            written.append(str(earlier))        # failed before this one was written
+            written.append(str(folder))
+            write_bytes_atomic(str(folder), b"x")
+    assert folder.is_dir() and earlier.read_bytes() == b"an earlier export" and not new.exists()
