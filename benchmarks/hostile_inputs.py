@@ -159,7 +159,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", required=True, help="a checkout of the older commit (git worktree)")
     ap.add_argument("--out", default=OUT)
-    ap.add_argument("--only", default=None, help="re-run the cases whose name starts with this, merged into --out")
+    ap.add_argument("--only", default=None,
+                    help="re-run the cases whose name starts with this (--set items: or any of a comma-separated "
+                         "list), merged into --out")
     ap.add_argument("--set", choices=("inputs", "items"), default="inputs",
                     help="inputs: the first round's cases; items: the second round's, one or more per audit item "
                          "(benchmarks/hostile_items.py; default --out results/hostile_inputs_items.json)")
@@ -208,39 +210,47 @@ def main(argv=None) -> int:
 
 
 def main_items(a) -> int:
-    """The second round: every case of hostile_items.CASES with each code base, the same fresh inputs for both."""
+    """The second round: every case of hostile_items.CASES with each code base, the same fresh inputs for both.
+    The record is rewritten after every case (a run cut short keeps what it measured)."""
     out_path = a.out if a.out != OUT else OUT.replace(".json", "_items.json")
     rev = subprocess.run(["git", "-C", a.before, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    old = json.load(open(out_path)) if a.only and os.path.exists(out_path) else None
+    report = {"kind": "edgedepth.hostile_inputs_items", "date": datetime.date.today().isoformat(),
+              "before": rev.stdout.strip() or a.before, "cpu": _cpu(), "root": os.geteuid() == 0, "cases": {},
+              "method": "one child process per case and code base, inputs made fresh for each; the tiny release of "
+                        "each side built by that side's code (synthetic-tiny, 28x42, no parity images, no GPU check); "
+                        f"a case still running after {hostile_items.CAP_S} s (builds: 600 s) is killed"}
+    if old:                          # merged into the earlier record: its cases kept, the re-run noted
+        report |= {"date": old["date"], "cases": old["cases"],
+                   "re_runs": old.get("re_runs", []) + [{"date": report["date"], "cases": []}]}
     with tempfile.TemporaryDirectory(prefix="edgedepth-hostile-") as work:
         tiny = tiny_model(work)
         from edgedepth.samples import sample_photo
         sides = {side: hostile_items.Side(side, code, work, run) for side, code in
                  {"before": os.path.join(os.path.abspath(a.before), "src"), "after": os.path.join(ROOT, "src")}.items()}
         shared = hostile_items.shared_inputs(work, tiny, sample_photo(), sides, os.path.join(ROOT, "web"), flat_png)
-        results = {}
         for name, (item, what, case) in hostile_items.CASES.items():
-            if a.only and not name.startswith(a.only):
+            if a.only and not name.startswith(tuple(a.only.split(","))):
                 continue
+            row = {"item": item, "what": what}
             for side in sides.values():
                 r = case(side, shared)
                 r.pop("stdout", None)
-                results.setdefault(name, {"item": item, "what": what})[side.name] = r
+                row[side.name] = r
                 print(f"{name:34s} {side.name:6s} exit {str(r.get('exit_code')):>4s} {r.get('seconds', 0):6.1f} s  "
                       f"{r.get('outcome', r.get('skipped', ''))[:70]}  {r.get('said', '')[:60]}", flush=True)
-    report = {"kind": "edgedepth.hostile_inputs_items", "date": datetime.date.today().isoformat(),
-              "before": rev.stdout.strip() or a.before, "cpu": _cpu(), "root": os.geteuid() == 0, "cases": results,
-              "method": "one child process per case and code base, inputs made fresh for each; the tiny release of "
-                        "each side built by that side's code (synthetic-tiny, 28x42, no parity images, no GPU check); "
-                        f"a case still running after {hostile_items.CAP_S} s (builds: 600 s) is killed"}
-    if a.only and os.path.exists(out_path):
-        old = json.load(open(out_path))
-        report["cases"] = {k: v for k, v in old["cases"].items() if k not in results} | results
-        report["re_runs"] = old.get("re_runs", []) + [{"date": report["date"], "cases": sorted(results)}]
-    tmp = out_path + ".tmp"
+            report["cases"][name] = row
+            if old:
+                report["re_runs"][-1]["cases"].append(name)
+            _write_report(out_path, report)
+    return 0
+
+
+def _write_report(path: str, report: dict) -> None:
+    tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(json.dumps(report, indent=2) + "\n")
-    os.replace(tmp, out_path)
-    return 0
+    os.replace(tmp, path)
 
 
 def _cpu() -> str:

@@ -307,8 +307,15 @@ def verify_deep(s, sh):
     for _ in range(1200):
         p = os.path.join(p, "d")
         os.mkdir(p)     # 1200 levels of 'd/' (paths of ~2.4 KB: within PATH_MAX)
-    r = s.cli("verify", d)
-    return r | {"outcome": "reported" if "unexpected" not in r["said"] else "crashed"}
+    open(os.path.join(p, "stray.bin"), "wb").close()
+    r = s.cli("verify", d, keep_all=True)
+    named = any(ln.endswith("stray.bin (not in the manifest)") for ln in r.pop("stderr_lines"))
+    os.remove(os.path.join(p, "stray.bin"))
+    while p != d:               # removed a level at a time (shutil.rmtree recurses once per level)
+        os.rmdir(p)
+        p = os.path.dirname(p)
+    return r | {"outcome": "crashed" if "unexpected" in r["said"] else
+                "named the stray file at the bottom" if named else "walked, stray file not named"}
 
 
 def long_out_name(s, sh):

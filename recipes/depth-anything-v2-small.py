@@ -47,4 +47,4 @@ if __name__ == "__main__":
 
     from edgedepth.cli import main
 
-    sys.exit(main(["release", "--recipe", __file__, *sys.argv[1:]], owns_process=True))
+    sys.exit(main(["release", "--recipe", __file__, *sys.argv[1:]]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from md_common import load
 
 LABELS = {
@@ -37,7 +39,7 @@ def section_hostile(L: list[str]) -> None:
         return
     L += ["## Hostile input: what a careless user costs", "",
           f"`benchmarks/hostile_inputs.py`, one run on {r['cpu']} ({r['date']}), each case as a child process with the "
-          f"code of commit {r['before']} (before issue 27) and of this tree (after). Method: {r['method']}"
+          f"code of commit {r['before']} (before the first round of fixes) and of this tree (after). Method: {r['method']}"
           + (f" (re-run {', '.join(x['date'] for x in r['re_runs'])}: the Ctrl-C rows)" if r.get("re_runs") else "")
           + ". "
           "Every case is also a test in `tests/bad_input/` (single runs: seconds are orders of magnitude).", "",
@@ -47,13 +49,16 @@ def section_hostile(L: list[str]) -> None:
     L.append("")
 
 
+_WORK = re.compile(r"/tmp/edgedepth-hostile-[^/]+/(?:(?:before|after)-[a-z]+-[a-z0-9_]+/)?")
+
+
 def _item_cell(r: dict) -> str:
     if "skipped" in r:
         return f"not run ({r['skipped']})"
     if r.get("exit_code") is None:          # a case made of several measurements: its outcome says it all
         return r["outcome"].replace("|", "\\|")
-    said = r.get("said", "").replace("|", "\\|")
-    said = said if len(said) <= 80 else said[:77] + "…"
+    said = _WORK.sub("…/", r.get("said", "")).replace("|", "\\|")     # the run's temp folders say nothing
+    said = said if len(said) <= 90 else said[:87] + "…"
     killed = " (killed)" if r.get("killed_after_cap") else ""
     return (f"exit {r['exit_code']}, {r['seconds']:.1f} s{killed}; {r['outcome']}"
             + (f"; says “{said}”" if said.startswith("edgedepth") else ""))
