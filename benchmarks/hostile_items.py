@@ -473,8 +473,8 @@ def shared_inputs(work: str, tiny: str, photo: str, sides: dict, web: str, flat_
                     f"m = load_checkpoint('synthetic-tiny', quiet=True).model; m.save_pretrained({hf!r}); "
                     "torch.nn.init.normal_(next(m.parameters()), std=0.1); "
                     f"m.save_pretrained({other!r})"], check=True, capture_output=True)
-    return {"tiny": tiny, "photo": photo, "photo_named_scene": named, "zero_png": zero, "hf_folder": hf, "hf_other": other,
-            "release": _Releases(work, sides), "web": web}
+    return {"tiny": tiny, "photo": photo, "photo_named_scene": named, "zero_png": zero, "hf_folder": hf,
+            "hf_other": other, "release": _Releases(work, sides), "web": web}
 
 
 class _Releases(dict):
