@@ -6,7 +6,9 @@ file with a look-alike name there instead: how the two names differ).  It walks 
 inside the folder: :func:`load` schema-checks the whole manifest first (relative, normalised paths only), listed files
 are opened without following any symlink, and symlinks or special files anywhere in the folder are reported, never
 followed or hashed.  Paths are printed escaped (:func:`escape`).  ``predict``/``validate``/``bench`` and ``serve`` use
-the same reader and checks.
+the same reader and checks.  A Hugging Face Hub copy of the folder verifies too: the housekeeping its clients add
+(a clone's top-level ``.git/``, huggingface_hub's ``.cache/huggingface/`` metadata of published files) is accepted by
+the one rule of :mod:`.hub` (``HOUSEKEEPING``); nothing else unlisted is.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..errors import EdgedepthError
 from ..models import MEMBERS, Member, member_of_file_name
 from ..fsutil import open_regular, sha256_file, write_bytes_atomic
 from ..preprocess import MEAN, STD
+from . import hub
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -251,9 +254,10 @@ def check_entry(folder: str, f: dict) -> str | None:
     return None
 
 
-def walk(folder: str, problems: list[str]):
+def walk(folder: str, problems: list[str], keep_out: frozenset[str] = frozenset()):
     """(relative path, lstat mode) of every entry below ``folder``, symlinks not followed; iterative (a stack, not
-    recursion), so any depth is walked.  A folder that cannot be listed is an "unreadable:" line in ``problems``."""
+    recursion), so any depth is walked.  A folder that cannot be listed is an "unreadable:" line in ``problems``.
+    Folders whose relative path is in ``keep_out`` are yielded but not entered."""
     stack = [""]
     while stack:
         here = stack.pop()
@@ -271,16 +275,18 @@ def walk(folder: str, problems: list[str]):
                 problems.append(f"unreadable: {escape(rel)} ({err.strerror})")
                 continue
             yield rel, mode
-            if stat.S_ISDIR(mode):
+            if stat.S_ISDIR(mode) and rel not in keep_out:
                 stack.append(rel)
 
 
 def _unlisted(folder: str, listed: set[str]) -> tuple[list[str], list[str]]:
     """Walk ``folder`` (symlinks not followed): (problems: symlinks, special files, unreadable folders; the relative
-    paths of regular files not in the manifest)."""
+    paths of regular files not in the manifest).  A Hub copy's housekeeping (:mod:`.hub`) is not extra: the top-level
+    ``.git`` folder is not entered, and huggingface_hub's metadata of published files is accepted."""
     problems: list[str] = []
     extra: list[str] = []
-    for rel, mode in walk(folder, problems):
+    published = listed | {MANIFEST}
+    for rel, mode in walk(folder, problems, keep_out=frozenset(hub.HOUSEKEEPING["skipped_folders"])):
         if rel in listed:
             continue      # checked (and any symlink named) by check_entry
         if stat.S_ISLNK(mode):
@@ -289,7 +295,7 @@ def _unlisted(folder: str, listed: set[str]) -> tuple[list[str], list[str]]:
             continue
         elif not stat.S_ISREG(mode):
             problems.append(f"not a regular file: {escape(rel)} (not in the manifest)")
-        elif rel not in UNLISTED:
+        elif rel not in UNLISTED and not hub.is_housekeeping(rel, published):
             extra.append(rel)
     return problems, extra
 
