@@ -160,7 +160,8 @@ def test_dynamic_size_is_for_onnx_only(tmp_path):
 
 
 def test_predict_and_inspect_a_dynamic_file(dyn, tmp_path):
-    """edgedepth runs a dynamic file at the size it records; inspect says so."""
+    """predict runs a dynamic file (each photo at upstream's size for it: tests/test_predict_dynamic.py); inspect
+    says so, and names the size validate and bench run it at."""
     from edgedepth.samples import sample_photo
 
     r = run_cli("predict", sample_photo(), "--model", dyn["fp32"].path, "-o", tmp_path / "o", "--raw", "--quiet")
@@ -168,7 +169,7 @@ def test_predict_and_inspect_a_dynamic_file(dyn, tmp_path):
     raw = [f for f in os.listdir(tmp_path / "o") if f.endswith(".npy")]
     assert raw and np.load(tmp_path / "o" / raw[0]).shape[-2:] != ()
     r = run_cli("inspect", dyn["fp32"].path, "--no-gpu")
-    assert r.returncode == 0 and "edgedepth runs it at 56x70" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "validate and bench run it at 56x70" in r.stdout, r.stdout + r.stderr
 
 
 def test_predict_size_chooses_a_dynamic_files_size_only(dyn, tmp_path, tiny_ckpt):

@@ -167,13 +167,20 @@ class Model:
     def predict_all(self, image, backend: str = "cpu", threads: int = 2, *, resize_back: bool = True,
                     max_pixels: int = MAX_PIXELS) -> dict[str, np.ndarray]:
         """Every output of the file for one photo, by role, each float32 [H, W] as :meth:`predict` gives the depth:
-        ``{"depth": ...}``, and Depth Anything 3's ``"confidence"`` (>= 1, larger = more confident)."""
+        ``{"depth": ...}``, and Depth Anything 3's ``"confidence"`` (>= 1, larger = more confident).  A dynamic-size
+        .onnx runs the photo at the size its folder's ``preprocessor_config.json`` gives it (as ``edgedepth
+        predict`` and transformers do); every other file at its own size."""
         img = _image(image, _positive("max_pixels", max_pixels))
         resize_back = _flag("resize_back", resize_back)
-        runner = self.runner(backend, threads)
+        size = self.artifact.size
+        if self.artifact.info.get("dynamic"):     # a dynamic-size .onnx: the photo's processor size (predict's)
+            size = self.artifact.format.processor_of(self.path).model_size(img.height, img.width)
+        threads = _positive("threads", threads)
+        with quiet_logs(self.verbose):
+            runner = formats.open_runner(self.path, backend, threads, size)
         try:   # a uint8-input file (_u8in, the release's WebGPU file) takes the resized pixels
             with quiet_logs(self.verbose):
-                maps = runner.run_all(model_input(img, self.artifact.size, runner.input_dtype))
+                maps = runner.run_all(model_input(img, size, runner.input_dtype))
         finally:
             runner.close()
         return {role: resize_depth(m[0], (img.height, img.width)) if resize_back else m[0] for role, m in maps.items()}

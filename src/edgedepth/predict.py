@@ -1,5 +1,9 @@
 """Depth for photos: image -> model input -> depth -> resized back to the photo's size -> PNG / .npy / 16-bit PNG.
 
+The model input has the file's size, except for a dynamic-size ONNX file: there each photo gets the size upstream's
+image processor gives it (its folder's ``preprocessor_config.json``: 518 px, aspect ratio kept, multiples of 14), as
+transformers and transformers.js run it, unless a size is chosen (``--size``).
+
 Relative models: inverse depth, normalised per photo.  Metric models (``edgedepth.models``): metres end to end.  A model
 with a confidence or sky output (Depth Anything 3: ``ModelFamily.outputs_of``) also gives ``<stem>_confidence.png`` /
 ``<stem>_sky.png`` (grey, min-max per photo, brighter = larger) and, with ``raw``, the ``.npy`` (the values as they
@@ -15,7 +19,7 @@ import numpy as np
 
 from .errors import EdgedepthError
 from .fsutil import atomic_path, check_output_path, ensure_writable_dir, made_dir
-from .preprocess import MAX_PIXELS, load_and_preprocess, load_image
+from .preprocess import MAX_PIXELS, MAX_SIDE, PATCH, Processor, load_image, model_input
 
 COLORMAP = "inferno"  # perceptually uniform; bright = near (inverse depth)
 _SLICE = 1 << 20      # values per slice in the photo-sized element-wise maps below (temporaries stay ~10 MB)
@@ -220,22 +224,41 @@ def validate_inputs(images: list[str], out_dir: str, max_pixels: int = MAX_PIXEL
                                      "output folder")
 
 
+def photo_size(processor: Processor, orig: tuple[int, int], path: str) -> tuple[int, int]:
+    """The size a dynamic-size file runs the photo ``path`` (``orig``: its (height, width)) at: ``processor``'s (the
+    file's ``preprocessor_config.json``: :meth:`Processor.model_size`); a note on stderr where that differs from
+    upstream's own size (a side beyond what edgedepth runs)."""
+    size, upstream = processor.model_size(*orig), processor.size_for(*orig)
+    if size != upstream:
+        print(f"note: {path!r}: the processor's size {upstream[0]}x{upstream[1]} is outside {PATCH}..{MAX_SIDE} px a "
+              f"side; running it at {size[0]}x{size[1]} (same aspect ratio; --size chooses another)", file=sys.stderr)
+    return size
+
+
 def predict(images: list[str], runner, out_dir: str, raw: bool = False, progress=None,
             max_depth: float | None = None, max_pixels: int = MAX_PIXELS, larger_is_farther: bool = False,
             overwrite: bool = False) -> list[str]:
     """Run ``runner`` on each image (checked first with :func:`validate_inputs`); returns the written paths.
     ``max_depth``: the model is metric (metres, 0..max_depth): outputs in metres, see :func:`write_outputs`;
     ``larger_is_farther``: a relative model whose output grows with distance (``Member.larger_is_farther``).
+    A runner with a ``processor`` (a dynamic-size file: ``formats.onnx.PhotoSizedRunner``) runs each photo at its
+    own size (:func:`photo_size`, as transformers does); any other at its one ``input_shape``.  Either way the maps
+    are resized back to the photo's size.
     A runner with a ``confidence`` or ``sky`` output (``output_names``) also gives :func:`write_map`'s files.
     Existing outputs are replaced only with ``overwrite`` (never an input: :func:`validate_inputs`).
     An output folder this call creates is removed again if it fails before writing anything."""
     with made_dir(out_dir):
         maps = [r for r in getattr(runner, "output_names", ()) if r in MAPS]
         validate_inputs(images, out_dir, max_pixels, raw=raw, roles=tuple(maps), overwrite=overwrite)
-        size = (int(runner.input_shape[2]), int(runner.input_shape[3]))
+        fixed = (int(runner.input_shape[2]), int(runner.input_shape[3]))
+        processor = getattr(runner, "processor", None)      # a dynamic-size file: each photo at its own size
         written = []
         for p in images:
-            x, orig = load_and_preprocess(p, size, getattr(runner, "input_dtype", "float32"), max_pixels)
+            img = load_image(p, max_pixels)
+            orig = (img.height, img.width)
+            size = fixed if processor is None else photo_size(processor, orig, p)
+            x = model_input(img, size, getattr(runner, "input_dtype", "float32"))
+            del img
             out = runner.run_all(x) if maps else {"depth": runner.run(x)}
             depth = resize_depth(out["depth"], orig)
             if max_depth is not None:       # bicubic resizing may overshoot the head's 0..max_depth range

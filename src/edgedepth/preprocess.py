@@ -9,6 +9,7 @@ alpha dropped, grayscale/palette/CMYK converted.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 
@@ -30,6 +31,74 @@ MAX_SIDE = 1400
 # claiming more (a "decompression bomb": 30000x30000 in 875 KB of PNG) is refused before anything is decoded.
 MAX_PIXELS = 120_000_000
 _PIL_LIMIT = threading.Lock()
+
+
+@dataclasses.dataclass(frozen=True)
+class Processor:
+    """The resize settings of HF's ``DPTImageProcessor`` (a ``preprocessor_config.json``): the size each photo is run
+    at by a file with dynamic height and width, as transformers and transformers.js pick it.  The rest of the
+    processor (bicubic, /255, ImageNet mean/std) is :func:`preprocess`'s, checked by :meth:`from_config`."""
+    height: int                 # ``size``: the target each side is scaled towards
+    width: int
+    keep_aspect_ratio: bool
+    multiple: int               # ``ensure_multiple_of``
+
+    def size_for(self, height: int, width: int) -> tuple[int, int]:
+        """(H, W) for a ``height`` x ``width`` photo, exactly as transformers' ``get_resize_output_image_size`` (dpt):
+        with ``keep_aspect_ratio``, of the scales that bring the height or the width to its target, the one nearer 1
+        (the width's only when strictly nearer), for both sides; then each side rounded to the nearest multiple
+        (Python's round: a half to the even multiple).  Upstream's floor/ceil branches never apply (no max, min 0)."""
+        sh, sw = self.height / height, self.width / width
+        if self.keep_aspect_ratio:
+            if abs(1 - sw) < abs(1 - sh):
+                sh = sw
+            else:
+                sw = sh
+        return round(sh * height / self.multiple) * self.multiple, round(sw * width / self.multiple) * self.multiple
+
+    def model_size(self, height: int, width: int) -> tuple[int, int]:
+        """:meth:`size_for`, brought within what edgedepth runs (multiples of ``PATCH``, each side ``PATCH`` ..
+        ``MAX_SIDE``): a side above ``MAX_SIDE`` (a panorama) scales both down, keeping the aspect ratio; a side
+        below ``PATCH`` (upstream would give 0 for a strip a few pixels high) becomes ``PATCH``.  Equal to
+        :meth:`size_for` for every photo within those bounds (aspect ratios up to ~2.7 at 518)."""
+        h, w = self.size_for(height, width)
+        if h > MAX_SIDE and h >= w:
+            h, w = MAX_SIDE, round(w * MAX_SIDE / h / PATCH) * PATCH
+        elif w > MAX_SIDE:
+            h, w = round(h * MAX_SIDE / w / PATCH) * PATCH, MAX_SIDE
+        return max(PATCH, h), max(PATCH, w)
+
+    @classmethod
+    def from_config(cls, d: object, where: str) -> "Processor":
+        """The settings of a ``preprocessor_config.json`` (parsed): missing resize keys take ``DPTImageProcessor``'s
+        own defaults (size 384x384, keep_aspect_ratio false, ensure_multiple_of 1), as transformers reads the file;
+        a setting that changes the pixels in a way :func:`preprocess` does not (no resize, another resample, mean,
+        std or scale, padding) is one line, since edgedepth's map would then not be the processor's."""
+        if not isinstance(d, dict):
+            raise EdgedepthError(f"{where}: not a JSON object")
+        size = d.get("size", {"height": 384, "width": 384})
+        if _whole(size):
+            size = {"height": size, "width": size}
+        if not (isinstance(size, dict) and all(_whole(size.get(k)) and size[k] > 0 for k in ("height", "width"))):
+            raise EdgedepthError(f"{where}: size {size!r} is not {{\"height\": H, \"width\": W}} (positive whole numbers)")
+        keep, multiple = d.get("keep_aspect_ratio", False), d.get("ensure_multiple_of", 1)
+        if not isinstance(keep, bool) or not _whole(multiple) or multiple < 1:
+            raise EdgedepthError(f"{where}: keep_aspect_ratio {keep!r} / ensure_multiple_of {multiple!r}: expected "
+                                 "true/false and a whole number, at least 1")
+        if multiple % PATCH:
+            raise EdgedepthError(f"{where}: ensure_multiple_of {multiple}: the model takes sides that are multiples "
+                                 f"of {PATCH}")
+        expected = {"do_resize": True, "resample": 3, "do_rescale": True, "rescale_factor": 1 / 255,
+                    "do_normalize": True, "image_mean": list(MEAN), "image_std": list(STD), "do_pad": False}
+        for key, value in expected.items():
+            if key in d and d[key] != value:
+                raise EdgedepthError(f"{where}: {key} {d[key]!r}: edgedepth's preprocessing has {value!r} (bicubic, "
+                                     "/255, ImageNet mean/std, no padding); its depth would not be this processor's")
+        return cls(int(size["height"]), int(size["width"]), keep, int(multiple))
+
+
+def _whole(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def parse_size(text: str) -> tuple[int, int]:

@@ -3,7 +3,9 @@
 Session: all graph optimisations on (ORT's default, ``ORT_ENABLE_ALL``), ``intra_op_num_threads = threads``, one
 inter-op thread, sequential execution.  A file with symbolic height and width is opened at one size with ORT's
 free-dimension overrides (static shapes from session creation on): measured 1.005x the static file's time at 518x686,
-vs 1.09x left symbolic (benchmarks/onnx_dynamic.py).  The file is not checked here: open it through ``edgedepth.formats``.
+vs 1.09x left symbolic (benchmarks/onnx_dynamic.py); ``predict``, which runs each photo at its own size, opens a
+session per size as the size changes (``formats.onnx.PhotoSizedRunner``).  The file is not checked here: open it
+through ``edgedepth.formats``.
 """
 
 from __future__ import annotations
