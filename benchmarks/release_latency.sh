@@ -3,7 +3,7 @@
 # Writes benchmarks/results/release_cpu_latency_<size>.json with their measurement records (`bench --json` writes them);
 # the recipe reads those records, and a rebuild's model card shows a latency row for each file whose SHA-256 matches
 # the file timed here.
-#   benchmarks/release_latency.sh out/depth-anything-v2-small
+#   benchmarks/release_latency.sh out/depth-anything-v2-small-edgedepth
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REL=${1:?release folder}

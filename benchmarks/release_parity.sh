@@ -5,7 +5,7 @@
 # edgedepth.verify.records); the recipe reads those records, and a rebuild's manifest and model card show a parity row
 # for each file whose SHA-256 matches a file measured here.  (benchmarks/results/webgpu_file_cpu_parity.json is the
 # same run over the WebGPU file.)
-#   benchmarks/release_parity.sh out/depth-anything-v2-small
+#   benchmarks/release_parity.sh out/depth-anything-v2-small-edgedepth
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REL=${1:?release folder}

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The main job behind `make demo`: the release recipe on the synthetic full-size model (every size preset, FP32, FP16
-# weights and INT8, rewrites, GPU-delegation check, parity vs PyTorch) -> verify -> goldens -> a depth PNG of a photo -> the
-# playground in compare mode (a screenshot) -> how to open it yourself.
+# weights and INT8, rewrites, GPU-delegation check, parity vs PyTorch) -> verify -> goldens -> a depth PNG of a photo ->
+# what publishing would upload (dry run) -> the playground in compare mode (a screenshot) -> how to open it yourself.
 set -euo pipefail
 OUT=${1:-out}
 BIN=.venv/bin
-REL="$OUT/depth-anything-v2-small"
+REL="$OUT/depth-anything-v2-small-edgedepth"   # the recipe's name, which the card's transformers.js snippet loads
 mkdir -p "$OUT"
 echo "== release recipe (synthetic full-size Depth Anything V2 Small; ~8 min on 2 cores)"
 $BIN/python recipes/depth-anything-v2-small.py --model synthetic --out "$REL"
@@ -41,6 +41,9 @@ echo
 echo "== predict (sample photo: matplotlib's grace_hopper.jpg)"
 PHOTO=$($BIN/python -m edgedepth.samples)
 $BIN/edgedepth predict "$PHOTO" --model "$REL/depth_anything_v2_small_518x686_fp32.tflite" -o "$OUT/predict" --raw --quiet --overwrite   # its own maps of an earlier demo
+echo
+echo "== publishing it: what would go to the Hugging Face Hub (a dry run: no network, no token; binaries via Git LFS)"
+$BIN/edgedepth publish "$REL" your-name/depth-anything-v2-small-edgedepth --dry-run
 echo
 echo "== the playground in compare mode (headless chromium: LiteRT.js and ONNX Runtime Web on the same photo)"
 $BIN/python scripts/screenshot.py "$REL" -o "$OUT/playground.png"

@@ -1,7 +1,7 @@
 """Regenerate docs/screenshot.png: the playground on a release folder in compare mode (LiteRT.js and ONNX Runtime Web
 on the same photo), in headless Debian chromium, with a JSON record of what it shows beside it.
 
-    .venv/bin/python scripts/screenshot.py out/depth-anything-v2-small     # -> docs/screenshot.png + .json
+    .venv/bin/python scripts/screenshot.py out/depth-anything-v2-small-edgedepth     # -> docs/screenshot.png + .json
     .venv/bin/python scripts/screenshot.py RELEASE -o out/playground.png    # what `make demo` does
 
 The page chooses the files itself (the manifest's recommendation, as a user would get) and the backend with

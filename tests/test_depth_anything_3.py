@@ -449,7 +449,7 @@ def test_da3_card_tells_the_truth_about_da3(da3_release):
     assert bib.startswith("@article{depthanything3,") and "arXiv:2511.10647" in bib
     assert "larger = farther" in text and "inverse depth" not in text and "larger = closer" not in text
     assert "| output 1 (confidence) | `output_1` |" in text and "not exported" not in text
-    assert "python recipes/depth-anything-3-small.py --out DIR" in text
+    assert "`edgedepth release --recipe depth-anything-3-small" in text
     assert "Apache-2.0 (see `LICENSE`)" in text
     for v2 in ("V2", "2406.09414", "depth_anything_v2", "depth-anything-v2", "(transformers)",
                "DPT head can overflow"):

@@ -6,8 +6,12 @@ the front matter is what the Hugging Face Hub accepts.
   whether the block's input ``x`` holds the very pixels ``edgedepth.preprocess`` makes (exact: rounded back to uint8).
 - The LiteRT block runs again with its documented switch ``USE_GPU = True``: on SwiftShader (Vulkan on the CPU), and
   with no Vulkan driver, where the card says ``from_file`` raises RuntimeError.
-- js blocks run in Node as written, from the directory the block names (the folder's parent), transformers.js
-  resolved through a ``node_modules`` link to web/node_modules; once per dtype the block lists.
+- js blocks run in Node as written (the README's own text, unchanged), from the directory the block names (the folder's
+  parent), the folder named as ``make demo`` names it (scripts/demo.sh: the release's name), transformers.js resolved
+  through a ``node_modules`` link to web/node_modules; then once per other dtype the block lists.
+- The claims the card makes are its numbers': the Rebuild line is the command the tiny release was built with
+  (conftest's arguments), latency rows are dated, sourced and one per (file, machine, backend), and a quantised file
+  is called faster than FP32 only where the rows it shows say so.
 - bibtex blocks are parse-checked only.  Any other language fails :func:`test_every_block_has_a_known_language`.
 
 Shares the session's ``tiny_release`` (built once, ~90 s); this file adds ~30 s.
@@ -26,9 +30,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FULL_SIZE_PHOTO, SWIFTSHADER_ICD, require_vulkan
+from conftest import FULL_SIZE_PHOTO, SWIFTSHADER_ICD, TINY_RELEASE_ARGS, TINY_RELEASE_RECIPE, require_vulkan
 
 REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "scripts" / "demo.sh"
 WEB_NODE_MODULES = REPO / "web" / "node_modules"
 TJS_RUN = REPO / "tests" / "js" / "tjs_run.mjs"
 RUN = ("python", "js")              # blocks that are executed
@@ -149,12 +154,21 @@ def card(tiny_release):
     return {"manifest": m, "text": text, "blocks": code_blocks(text)}
 
 
+def demo_release_folder() -> str:
+    """The name of the release folder ``make demo`` writes (scripts/demo.sh: ``REL="$OUT/NAME"``), checked to be what
+    its recipe command builds (``--out "$REL"``)."""
+    text = DEMO.read_text()
+    (name,) = re.findall(r'^REL="\$OUT/([^"/]+)"', text, re.M)
+    assert re.search(r'^\$BIN/python recipes/depth-anything-v2-small\.py .*--out "\$REL"$', text, re.M), text
+    return name
+
+
 @pytest.fixture(scope="module")
 def workdir(tiny_release, card, tmp_path_factory):
-    """{"root": a directory holding photo.jpg and a copy of the release, "folder": that copy, named as the manifest's
-    name, with photo.jpg in it}."""
+    """{"root": a directory holding photo.jpg and a copy of the release, "folder": that copy, named as make demo names
+    its release folder (the release's name), with photo.jpg in it}."""
     root = tmp_path_factory.mktemp("card_run")
-    folder = _release_copy(tiny_release, root, card["manifest"]["name"])
+    folder = _release_copy(tiny_release, root, demo_release_folder())
     _photo(root / "photo.jpg")
     return {"root": root, "folder": folder}
 
@@ -268,18 +282,33 @@ def test_openvino_block_runs_at_the_verified_size(card, workdir):
     _check_python(res, tuple(f["output"]["shape"][1:]), "OpenVINO block")
 
 
+def test_make_demo_names_its_folder_as_the_card_loads_it(card):
+    """make demo's release folder is named by the release's name (the recipe's), the model id the card's
+    transformers.js snippet loads: a demo user's folder works with the snippet as written."""
+    from edgedepth.release import load_recipe
+
+    name = card["manifest"]["name"]
+    assert demo_release_folder() == name == load_recipe(str(REPO / TINY_RELEASE_RECIPE)).name
+    (block,) = _blocks(card, "js")
+    assert f"pipeline('depth-estimation', '{name}', {{ dtype: 'fp32' }})" in block
+    assert f"this folder saved as `{name}/`" in card["text"]
+
+
 def test_js_block_runs_in_node_as_written(card, workdir):
-    """From the directory the block names (the folder's parent), once per dtype it lists, with no network."""
+    """The README's js block, unchanged, as depth.mjs in the folder's parent (the folder named as make demo names it,
+    photo.jpg beside it), with no network; then once per other dtype the block lists."""
     from PIL import Image
 
     from edgedepth.formats.onnx.hub_files import TRANSFORMERS_JS_DTYPE
 
     node = _node()
-    (block,) = _blocks(card, "js")
-    m, root = card["manifest"], workdir["root"]
+    m, root, folder = card["manifest"], workdir["root"], workdir["folder"]
     name = m["name"]
-    assert "depth.mjs" in block.splitlines()[0] and f"// {name})" in block and "directory that holds this folder" in block
-    assert "env.allowRemoteModels = false" in block and "pipeline('depth-estimation'" in block
+    assert folder.name == name
+    (block,) = [b for lg, b in code_blocks((folder / "README.md").read_text()) if lg == "js"]   # the file's own text
+    first = block.splitlines()[0]
+    assert first.startswith("// depth.mjs") and f"beside this folder ({name}/) and photo.jpg" in first, block
+    assert "env.allowRemoteModels = false" in block and "env.localModelPath = './'" in block
     link = root / "node_modules"
     if not link.exists():
         link.symlink_to(WEB_NODE_MODULES, target_is_directory=True)
@@ -287,14 +316,24 @@ def test_js_block_runs_in_node_as_written(card, workdir):
     dtypes = sorted({TRANSFORMERS_JS_DTYPE[f["precision"]] for f in m["files"] if f.get("format") == "onnx"})
     assert dtypes == ["fp16", "fp32", "q8"]
     assert block.count("{ dtype: 'fp32' }") == 1 and all(f"'{d}' onnx/" in block for d in dtypes)
-    for d in dtypes:
+    for d in ["fp32"] + [d for d in dtypes if d != "fp32"]:       # fp32: the block exactly as written
         (root / "depth.png").unlink(missing_ok=True)
-        (root / "depth.mjs").write_text(block.replace("{ dtype: 'fp32' }", f"{{ dtype: '{d}' }}") + JS_CHECK)
+        code = block if d == "fp32" else block.replace("{ dtype: 'fp32' }", f"{{ dtype: '{d}' }}")
+        (root / "depth.mjs").write_text(code + JS_CHECK)
         r = subprocess.run([node, "depth.mjs"], cwd=root, capture_output=True, text=True, timeout=120,
                            env={k: v for k, v in os.environ.items() if k != "NODE_PATH"})
         res = _ok(r, f"js block, dtype {d}")
         assert res["dims"] == [h, w] and res["size"] == [w, h] and res["finite"], (d, res)
         assert Image.open(root / "depth.png").size == (w, h), d
+
+
+def test_card_names_the_hub_repository_and_publish(card):
+    """The Hub form of the snippet and the Publish section name the repository USER/<release name>."""
+    name, text = card["manifest"]["name"], card["text"]
+    assert f"`pipeline('depth-estimation', 'USER/{name}', {{ dtype: 'fp32' }})`" in text
+    pub = text[text.index("## Publish"):]
+    pub = pub[:pub.index("\n## ", 1)]
+    assert f"`edgedepth publish . USER/{name} --dry-run`" in pub and f"`edgedepth publish . USER/{name}`" in pub
 
 
 # ------------------------------------------------------------------------------------------------ front matter
@@ -355,3 +394,155 @@ def test_card_never_claims_full_gpu_delegation_that_was_not_checked(card):
         assert "| not checked |" in row, row
     rec_row = next(line for line in text.splitlines() if line.startswith("| GPU / browser with WebGPU |"))
     assert "not checked" in rec_row, rec_row
+
+
+# ------------------------------------------------------------------------------------------------ claims
+
+
+def _rebuild_command(text: str) -> list[str]:
+    import shlex
+
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("- Rebuild: ")]
+    (cmd,) = re.findall(r"`(edgedepth release [^`]+)`", line)
+    return shlex.split(cmd)
+
+
+def _release_args(argv: list[str]) -> dict:
+    """What decides a release's bytes in a `release` command line, as edgedepth's own parser reads it."""
+    from edgedepth.cli import build_parser
+
+    from edgedepth.release.recipe import recipe_path
+
+    a = build_parser().parse_args(argv)
+    assert a.command == "release"
+    return {**{k: getattr(a, k) for k in ("model", "sizes", "parity_images", "no_gpu_check")},
+            "recipe": os.path.realpath(recipe_path(a.recipe))}      # a recipe's name or its path: the same file
+
+
+def test_rebuild_line_is_the_command_the_release_was_built_with(card):
+    """The card's Rebuild line, parsed back by the CLI's parser, is conftest's build of the tiny release (recipe,
+    model, sizes, parity images, GPU check), with --out the release's name: no option left out."""
+    argv = _rebuild_command(card["text"])
+    assert argv[:2] == ["edgedepth", "release"] and argv[-2:] == ["--out", card["manifest"]["name"]], argv
+    built = ["release", "--recipe", TINY_RELEASE_RECIPE, "--out", "anywhere", *TINY_RELEASE_ARGS]
+    assert _release_args(argv[1:]) == _release_args(built)
+    assert card["manifest"]["provenance"]["recipe"]["overrides"] == {
+        "model": "synthetic-tiny", "sizes": ["28x42"], "parity_images": 2}
+
+
+def test_rebuild_line_carries_every_override(card):
+    """--no-gpu-check and a local model path (quoted) reach the Rebuild line; a build without overrides has none."""
+    import copy
+
+    from edgedepth.release.modelcard import render_model_card
+
+    m = copy.deepcopy(card["manifest"])
+    m["provenance"]["recipe"]["overrides"] = {"model": "/data/my ckpt", "sizes": ["28x42", "56x70"],
+                                              "parity_images": 0, "gpu_check": False}
+    assert _rebuild_command(render_model_card(m))[2:] == [
+        "--recipe", "depth-anything-v2-small", "--model", "/data/my ckpt", "--sizes", "28x42,56x70",
+        "--parity-images", "0", "--no-gpu-check", "--out", m["name"]]
+    m["provenance"]["recipe"]["overrides"] = {}
+    assert _rebuild_command(render_model_card(m))[2:] == ["--recipe", "depth-anything-v2-small", "--out", m["name"]]
+
+
+def test_card_does_not_depend_on_the_output_folder(card, tiny_release):
+    """The tiny release was built into a folder named "release": the card names the release, never its folder."""
+    assert tiny_release.name != card["manifest"]["name"]
+    assert str(tiny_release) not in card["text"] and f"`{tiny_release.name}" not in card["text"]
+
+
+def test_parity_gate_claim_names_the_files_it_did_not_run(card):
+    """ExecuTorch's WebGPU file does not run on this machine's Python runtime: the card does not say it passed the
+    gate."""
+    not_gated = card["manifest"]["parity_method"]["build_gate"]["not_gated"]
+    assert not_gated == ["depth_anything_v2_small_224x224_webgpu_fp32.pte"]
+    line = next(ln for ln in card["text"].splitlines() if "passed the build's parity gate" in ln)
+    assert line.startswith(f"Every file but `{not_gated[0]}` passed") and f"Not gated: `{not_gated[0]}`" in line
+
+
+def test_synthetic_note_says_what_the_stand_in_is(card):
+    """synthetic-tiny is not the member's architecture: the note does not claim it is; the full-size stand-in's does."""
+    import copy
+
+    from edgedepth.release.modelcard import render_model_card
+
+    assert "exact architecture" not in card["text"] and "`synthetic-tiny` is a reduced stand-in" in card["text"]
+    m = copy.deepcopy(card["manifest"])
+    m["provenance"]["checkpoint"]["name"] = "synthetic"
+    assert "They have the exact architecture" in render_model_card(m)
+
+
+def _rows(ms: float, p25: float, p75: float, source: str = "run.json", **kw) -> dict:
+    return {"backend": "cpu", "median_ms": ms, "p25_ms": p25, "p75_ms": p75, "threads": 2, "cpu": "Test CPU",
+            "gpu_adapter": None, "method": {"rounds": 3, "warmup": 1, "iters": 5}, "source": source,
+            "date": "2026-01-02", **kw}
+
+
+def _with_latency(card, fp32_row: dict, int8_row: dict) -> str:
+    import copy
+
+    from edgedepth.release.modelcard import render_model_card
+
+    m = copy.deepcopy(card["manifest"])
+    for f in m["files"]:
+        if f.get("format") == "tflite" and f["input"]["dtype"] == "float32":
+            f["latency"] = {"fp32": [fp32_row], "int8": [int8_row]}.get(f["precision"], [])
+    return render_model_card(m)
+
+
+def _int8_line(text: str) -> str:
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("- LiteRT INT8 files against the FP32 file")]
+    return line
+
+
+def test_latency_rows_are_dated_sourced_and_name_the_machine(card):
+    text = _with_latency(card, _rows(100.0, 98.0, 102.0), _rows(80.0, 79.0, 81.0))
+    table = [ln for ln in text.splitlines() if ln.startswith("| `depth_anything_v2_small_28x42_")
+             and "| cpu |" in ln]
+    assert len(table) == 2
+    for ln in table:
+        assert "| Test CPU, 2 threads | 2026-01-02 | `run.json` |" in ln, ln
+    assert "only the newest is shown" in text
+
+
+def test_int8_is_called_faster_only_where_the_rows_show_it(card):
+    """Faster: INT8's IQR wholly below FP32's (same run); overlapping: "not measurably faster"; above: slower; rows of
+    two runs: not compared.  The old blanket claim is gone."""
+    faster = _int8_line(_with_latency(card, _rows(100.0, 98.0, 102.0), _rows(80.0, 79.0, 81.0)))
+    assert "on Test CPU, 2 threads (cpu): 28x42 1.25× faster (80.0 vs 100.0 ms)" in faster, faster
+    same = _int8_line(_with_latency(card, _rows(100.0, 95.0, 105.0), _rows(98.0, 96.0, 103.0)))
+    assert "28x42 not measurably faster (98.0 vs 100.0 ms, IQRs overlap)" in same and "× faster" not in same, same
+    slower = _int8_line(_with_latency(card, _rows(100.0, 98.0, 102.0), _rows(120.0, 110.0, 130.0)))
+    assert "28x42 1.20× slower (120.0 vs 100.0 ms)" in slower and "faster" not in slower, slower
+    apart = _int8_line(_with_latency(card, _rows(100.0, 98.0, 102.0), _rows(80.0, 79.0, 81.0, source="other.json")))
+    assert "never timed in one run, so not compared" in apart, apart
+    assert re.search(r": \d+% of its bytes; ", _int8_line(card["text"]))
+    assert "speed: not measured for these files" in _int8_line(card["text"])
+    assert "trade accuracy for size and CPU speed" not in card["text"]
+
+
+def test_newest_latency_keeps_one_row_per_file_machine_backend(tmp_path):
+    """Of two records of one (file, machine, backend) the newer date wins; on the same date the later-listed file;
+    undated records are never shown; other thread counts are other machines."""
+    from edgedepth.verify import records
+
+    sha = "a" * 64
+
+    def report(name, *recs):
+        p = tmp_path / name
+        p.write_text(json.dumps({"records": [
+            {"sha256": sha, "kind": "latency", "backend": "cpu", "threads": t, "cpu": "Test CPU", "gpu_adapter": None,
+             "method": None, "source": name, **({"date": d} if d else {}), "median_ms": ms, "p25_ms": None,
+             "p75_ms": None} for t, d, ms in recs]}))
+        return str(p)
+
+    a = report("a.json", (2, "2026-01-03", 10.0), (16, "2026-01-01", 3.0))
+    b = report("b.json", (2, "2026-01-02", 11.0), (16, "2026-01-01", 4.0))
+    c = report("c.json", (2, None, 12.0))
+    kept, left = records.newest_latency([a, b, c])
+    got = {(records.machine(r), r["source"], r["date"]) for r in kept[sha]}
+    assert got == {("Test CPU, 2 threads", "a.json", "2026-01-03"), ("Test CPU, 16 threads", "b.json", "2026-01-01")}
+    assert list(kept[sha][0])[8:10] == ["source", "date"]
+    assert {(r["source"], r["kept"]["source"]) for r in left[sha]} == {
+        ("b.json", "a.json"), ("a.json", "b.json"), ("c.json", "a.json")}

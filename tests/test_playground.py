@@ -918,7 +918,7 @@ def test_docs_screenshot_shows_the_current_release():
     for side in ("litert", "ort"):      # both files it shows, the .tflite and the .onnx
         assert rec[side]["sha256"] == golden["sha256"].get(rec[side]["path"]), \
             f"docs/screenshot.png shows an old {rec[side]['path']}: run `make demo` and " \
-            "`.venv/bin/python scripts/screenshot.py out/depth-anything-v2-small`"
+            "`.venv/bin/python scripts/screenshot.py out/depth-anything-v2-small-edgedepth`"
     assert rec["checkpoint"]["state_dict_sha256"] == golden["state_dict_sha256"]
     assert _sha256(os.path.join(ROOT, "docs", "screenshot.png")) == rec["png_sha256"]
     assert rec["ort"]["path"].endswith(".onnx") and rec["litert"]["gpu_fully_delegated"] is True

@@ -18,7 +18,7 @@
 # Environment: BROWSER_ROOT (/tmp/browser), PARTS_DIR (.dev/browser), OUT (/tmp/out), PYTHON (python3),
 #   VK_ICD (NVIDIA's ICD json), BROWSER_ARGS (flags to use instead of the diagnosis' choice), CANDIDATES (flag sets to
 #   try, see webgpu_diagnose.py), ALLOW_SOFTWARE=1 (benchmark even without a hardware adapter: the local test),
-#   prepare only: RELEASE (out/depth-anything-v2-small), PART_MIB (58: + the ~3.3 MiB checkout < 64), FP32=0 (leave the optional FP32 files out),
+#   prepare only: RELEASE (out/depth-anything-v2-small-edgedepth), PART_MIB (58: + the ~3.3 MiB checkout < 64), FP32=0 (leave the optional FP32 files out),
 #   ONNX_FP16=0 (leave onnx/model_fp16.onnx out). Webcam-only re-run (4 parts): FP32=0 ONNX_FP16=0 PARTS_DIR=.dev/browser-webcam.
 #   WEBCAM_FRAMES_OUT=$OUT/frames: keep each LiteRT.js variant's last webcam frame (benchmarks/gpu_frames_check.py, here).
 set -euo pipefail
@@ -57,7 +57,7 @@ xz_tar() {    # xz_tar OUT.tar.xz DIR PATH...: a reproducible tar of DIR/PATH...
 }
 
 prepare() {
-  local REL=${RELEASE:-out/depth-anything-v2-small} CACHE=.dev/browser-cache W=.dev/browser-work
+  local REL=${RELEASE:-out/depth-anything-v2-small-edgedepth} CACHE=.dev/browser-cache W=.dev/browser-work
   local S=$W/stage
   mkdir -p "$CACHE/deb" "$CACHE/whl"
   rm -rf "$S" && mkdir -p "$S"

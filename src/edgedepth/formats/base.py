@@ -108,10 +108,25 @@ def recipe_field(d: dict, key: str, kind, where: str):
 class CardContext:
     """What a format's model-card snippets read besides its own manifest entries."""
 
-    name: str                   # the release's name (the folder transformers.js loads)
+    name: str                   # the release's name: the folder transformers.js loads, the Hub repository's name
     metric: bool                # depth in metres (else relative)
     example: dict | None        # the card's example file: the FP32 float-input .tflite of the first size
     semantics: str = "relative inverse depth, larger = closer"  # the output's meaning, short (a code comment's)
+    gate: bool = False          # the build ran its parity gate (manifest parity_method.build_gate: images > 0)
+    not_gated: tuple[str, ...] = ()     # files the gate could not run here (build_gate.not_gated)
+
+    def gated(self, path: str) -> bool:
+        """Whether the build's parity gate checked the file ``path`` (and it passed: the build fails otherwise)."""
+        return self.gate and path not in self.not_gated
+
+    def checked_at(self, entry: dict) -> str:
+        """What the build did with a dynamic-size file at the size its entry records, as the card words it:
+        "parity-gated at 28x42", "parity-gated and timed at 518x686", or "neither parity-gated nor timed (default
+        size 28x42)"; timed: the entry carries committed latency rows."""
+        how = [w for w, done in (("parity-gated", self.gated(entry["path"])), ("timed", bool(entry.get("latency"))))
+               if done]
+        return f"{' and '.join(how)} at {entry['size']}" if how else \
+            f"neither parity-gated nor timed (default size {entry['size']})"
 
 
 class Format:
@@ -211,6 +226,6 @@ class Format:
         """Its part of the card's "How to run" (Markdown lines; code blocks run as written in CI) for its entries."""
         return []
 
-    def card_sizes_note(self, files: list[dict]) -> str:
+    def card_sizes_note(self, files: list[dict], ctx: CardContext) -> str:
         """A sentence the card adds to its input sizes for its entries ("" for none)."""
         return ""

@@ -27,7 +27,7 @@ from ..verify import records
 from ..verify.bench import environment
 from ..verify.parity import rel_l2
 from ..verify.validate import validate
-from . import manifest as mf, outdir
+from . import hub, manifest as mf, outdir
 from .modelcard import release_family, render_model_card
 from .recipe import Recipe
 from .recommend import recommend
@@ -131,6 +131,19 @@ def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewri
     from ..checkpoint import state_dict_digest
 
     sizes = list(recipe.sizes)
+    # latency: one dated row per (file, machine, backend), the newest; the rows left out are named beside them
+    newest, left_out = records.newest_latency(recipe.latency_data)
+    entries = [{**e, "latency": newest.get(e["sha256"], []),
+                **({"latency_left_out": left_out[e["sha256"]]} if e["sha256"] in left_out else {})} for e in entries]
+    # what a rebuild must pass again: the CLI's overrides of the recipe, and --no-gpu-check where files that have a GPU
+    # check were built without it (their entries then carry no gpu_fully_delegated)
+    overrides = recipe.overrides
+    if any(formats.entry_format(e).has_gpu_check and "gpu_fully_delegated" not in e for e in entries):
+        overrides["gpu_check"] = False
+    # files the parity gate could not run on this machine's runtimes (ExecuTorch WebGPU): the card must not say they
+    # passed it
+    not_gated = [e["path"] for e in entries if items and not (fmt := formats.entry_format(e)).runs_here(
+        formats.Exported(e["path"], fmt.name, e["precision"], e.get("backend"), [], {}))]
     return {
         "name": recipe.name,
         "model": model_info,
@@ -139,7 +152,8 @@ def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewri
         "provenance": {
             "checkpoint": {**ckpt.provenance(), "state_dict_sha256": state_dict_digest(ckpt.model)},
             "base_model": recipe.base_model,
-            "recipe": {"name": recipe.name, "sha256": recipe.sha256, "sizes": sizes},
+            "recipe": {"name": recipe.name, **({"file": os.path.basename(recipe.path)} if recipe.path else {}),
+                       "sha256": recipe.sha256, "sizes": sizes, "overrides": overrides},
             "rewrites": rewrite_reports, "versions": _versions(),
         },
         "parity_method": {
@@ -153,17 +167,20 @@ def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewri
                            "set": "default (bundled natural photos, deterministic views)"},
                 "fp32": f"pooled rel-L2 <= {FP32_GATE_FACTOR:g} x PyTorch FP32's own rel-L2 vs float64 (same build)",
                 "quantized": f"pooled rel-L2 <= {INT8_GATE_REL_L2:g}",
+                "not_gated": not_gated,
                 "measured_values": f"{BUILD_REPORT} (machine-dependent, not listed in this manifest)"}},
     }
 
 
 def _write_folder_texts(staging: str, manifest: dict, gate: "_Gate") -> None:
-    """manifest.json, then the card generated from it, LICENSE, NOTICE, the manifest again with those listed, and the
-    build report (this machine's measurements, not listed)."""
+    """manifest.json, then the card generated from it, LICENSE, NOTICE, .gitattributes (model files to Git LFS on the
+    Hub: :mod:`.hub`), the manifest again with those listed, and the build report (this machine's measurements, not
+    listed)."""
     mf.write(staging, manifest)
     _write_text(os.path.join(staging, "README.md"), render_model_card(mf.load(staging)))
     _write_text(os.path.join(staging, "LICENSE"), _license_text(manifest["model"]["license"]))
     _write_text(os.path.join(staging, "NOTICE"), _notice_text(manifest))
+    hub.write_gitattributes(staging)
     mf.write(staging, manifest | {"files": manifest["files"] + _text_entries(staging)})
     _write_text(os.path.join(staging, BUILD_REPORT), json.dumps(gate.summary(), indent=2, sort_keys=True) + "\n")
 
@@ -250,8 +267,9 @@ def _with_measurements(entry: dict, latency: dict, parity: dict) -> dict:
 
 
 def _text_entries(folder: str) -> list[dict]:
-    """The card, licence, notice and (with ONNX files) the transformers config files."""
-    texts = (("README.md", "model card"), ("LICENSE", "license"), ("NOTICE", "notice"))
+    """The card, licence, notice, .gitattributes and (with ONNX files) the transformers config files."""
+    texts = (("README.md", "model card"), ("LICENSE", "license"), ("NOTICE", "notice"),
+             (hub.GITATTRIBUTES, "git attributes"))
     return [mf.file_entry(folder, n, format=kind) for n, kind in texts + tuple(t for f in formats.FORMATS
                                                                                  for t in f.side_files)
             if os.path.exists(os.path.join(folder, n))]

@@ -6,10 +6,14 @@ Every number in the card comes from the manifest; nothing is typed by hand.
 from __future__ import annotations
 
 import dataclasses
+import os
+import shlex
 
+from ..version import __version__
 from ..formats import FORMATS, entry_format
 from ..formats.base import CardContext, recommends, short_semantics
 from ..models import DEFAULT_FAMILY, MEMBERS, Member, ModelFamily, family_of_member, member_of_hub_id
+from ..verify.records import machine
 
 
 def _mb(n: int) -> str:
@@ -25,22 +29,34 @@ def _area(size: str) -> tuple[int, int]:
     return h * w, h
 
 
-def _sizes_text(models: list[dict]) -> str:
+def _sizes_text(models: list[dict], ctx: CardContext) -> str:
     fixed = sorted({f["size"] for f in models if not f.get("dynamic_size")}, key=_area)
     t = f"fixed per `.tflite` / `.pte` file (in its name and the Files table: {', '.join(fixed)})."
-    return t + "".join(fmt.card_sizes_note([f for f in models if entry_format(f) is fmt]) for fmt in FORMATS)
+    return t + "".join(fmt.card_sizes_note([f for f in models if entry_format(f) is fmt], ctx) for fmt in FORMATS)
 
 
 def _how_to_run(c: "_Card") -> list[str]:
     """Each format's snippets (``Format.card_how_to``), in the card's order (``Format.card_order``)."""
     L = ["## How to run", "",
          "Each Python snippet runs as written inside this folder, with a photo named `photo.jpg` in it"
-         + (" (the transformers.js one: from the folder's parent, see its first line)." if c.js else "."), ""]
-    ctx = CardContext(c.m["name"], c.metric, c.example, short_semantics(c.info["output_semantics"]))
+         + (f" (the transformers.js one: from the folder's parent, this folder saved as `{c.m['name']}/`; see its "
+            "first lines)." if c.js else "."), ""]
     for fmt in sorted(FORMATS, key=lambda f: f.card_order):
         files = [f for f in c.models if entry_format(f) is fmt]
-        L += fmt.card_how_to(files, ctx) if files else []
+        L += fmt.card_how_to(files, c.ctx) if files else []
     return L
+
+
+def _publish(c: "_Card") -> list[str]:
+    """How this folder becomes the Hub model repository whose name is the release's (the transformers.js Hub form)."""
+    repo = f"USER/{c.m['name']}"
+    return ["## Publish", "",
+            f"On the Hugging Face Hub this release is the model repository `{repo}` (USER: your Hub user or "
+            f"organisation; `{c.m['name']}`: the release's name). From inside this folder:", "",
+            f"- `edgedepth publish . {repo} --dry-run` lists each file and its address on the Hub and uploads "
+            "nothing;",
+            f"- then `edgedepth publish . {repo}` uploads the files `manifest.json` lists (`--create` for a repository "
+            "that does not exist yet).", ""]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +89,17 @@ class _Card:
     @property
     def nc(self) -> bool:
         return self.info["license"] != "apache-2.0"
+
+    @property
+    def gate(self) -> dict:
+        return self.m.get("parity_method", {}).get("build_gate", {})
+
+    @property
+    def ctx(self) -> CardContext:
+        """What the formats' card parts read: the release's name, the example, and what the build's gate checked."""
+        return CardContext(self.m["name"], self.metric, self.example, short_semantics(self.info["output_semantics"]),
+                           gate=bool(self.gate.get("images", {}).get("count")),
+                           not_gated=tuple(self.gate.get("not_gated") or ()))
 
 
 def _card(m: dict) -> _Card:
@@ -108,12 +135,24 @@ def _front_matter(c: _Card) -> list[str]:
         + (["  - onnx"] if c.onnx_files else []) + (["  - transformers.js"] if c.js else []) \
         + ["---", "", f"# {c.m['name']}", ""]
     if c.synthetic:
-        L += ["> **These files were built from synthetic (seeded random) weights, not the trained checkpoint.** They have the",
-              "> exact architecture, graph, op counts and delegation of the real model, and their parity numbers are real,",
-              "> but their depth maps are meaningless. Rebuild with the real checkpoint to publish.", ""]
+        L += ["> **These files were built from synthetic (seeded random) weights, not the trained checkpoint.** "
+              + _synthetic_architecture(c), ""]
     if c.nc:
         L += ["> **Licence: CC BY-NC 4.0 — non-commercial use only** (the upstream weights' licence; see `LICENSE`).", ""]
     return L
+
+
+def _synthetic_architecture(c: _Card) -> str:
+    """The synthetic note's claim about the architecture: the member's own (``synthetic``: same graph, op counts,
+    sizes of files) or a reduced stand-in (``synthetic-tiny``), from the family's table of synthetic names."""
+    name = c.prov["checkpoint"]["name"]
+    stand_in = c.family.synthetic.get(name)
+    if c.member is not None and stand_in is not None and stand_in[1] == c.member.arch:
+        return ("They have the exact architecture, graph, op counts and delegation of the real model, and their parity "
+                "numbers are real, but their depth maps are meaningless. Rebuild with the real checkpoint to publish.")
+    return (f"`{name}` is a reduced stand-in, not the real model's architecture: the files' sizes, op counts and any "
+            "latency are not the real model's, and their depth maps are meaningless; their parity numbers are real "
+            "measurements of these files. Rebuild with the real checkpoint to publish.")
 
 
 def _about(c: _Card) -> list[str]:
@@ -125,7 +164,10 @@ def _about(c: _Card) -> list[str]:
          "## What changed in this conversion", "",
          "Converted from PyTorch to LiteRT with litert-torch after graph rewrites meant to let every op run on LiteRT's "
          "GPU (WebGPU) delegate and to remove redundant work (whether each file did compile fully on the GPU is in the "
-         "Files table); each rewrite is exact up to float rounding (parity below). Rewrites applied:", ""]
+         "Files table); each rewrite is meant to be exact up to float rounding"
+         + ("; the FP32 files this build could run passed its parity gate at that level (Parity below)."
+            if c.ctx.gate else "; this build ran no parity gate (0 parity images), so that is not checked here.")
+         + " Rewrites applied:", ""]
     names = sorted({n for r in prov["rewrites"].values() for n in r})
     L += [f"- `{n}`" for n in names] + [""]
     quant = {f["precision"]: f["quantization"] for f in c.tflites if f.get("quantization")}
@@ -155,7 +197,7 @@ def _inputs_outputs(c: _Card) -> list[str]:
          f"| input | `{i['name']}` | `[1, 3, H, W]` | {i['dtype']} | {n['color']}, ×{n['scale']}, minus mean "
          f"{n['mean']}, divided by std {n['std']}, {i['layout']}; resize the photo to H×W ({n['resize']}) |",
          *_output_rows(c.example), "",
-         "H×W: " + _sizes_text(c.models) + " Signature `serving_default` (.tflite). Resize the "
+         "H×W: " + _sizes_text(c.models, c.ctx) + " Signature `serving_default` (.tflite). Resize the "
          + ("outputs" if c.example.get("outputs") else "output") + " back to the photo's size for display.", ""]
     pixel_files = [f for f in c.tflites if f["input"]["dtype"] == "uint8"]
     if pixel_files:
@@ -182,7 +224,7 @@ def _files(c: _Card) -> list[str]:
     L = ["## Files", "", "| file | size | precision | input H×W | ops | fully on GPU / delegation | SHA-256 |",
          "|---|---|---|---|---|---|---|"]
     for f in c.models:
-        size = f"{f['size']} verified; any multiples of 14" if f.get("dynamic_size") else f["size"]
+        size = f"any multiples of 14 ({c.ctx.checked_at(f)})" if f.get("dynamic_size") else f["size"]
         L.append(f"| `{f['path']}` | {_mb(f['bytes'])} | {f['precision']} | {size} | {f.get('ops', '–')} | "
                  f"{entry_format(f).card_delegation(f)} | `{f['sha256']}` |")
     return L + [""]
@@ -195,10 +237,16 @@ def _parity(c: _Card) -> list[str]:
     L = ["## Parity with PyTorch", ""]
     if gate.get("images", {}).get("count"):
         img = gate["images"]
-        L += [f"Every file passed the build's parity gate against {meth.get('reference')} on {img['count']} images "
+        skipped = [p for p in gate.get("not_gated") or [] if any(f["path"] == p for f in c.models)]
+        report, _, why = gate["measured_values"].partition(" ")
+        L += [("Every file" if not skipped else "Every file but " + ", ".join(f"`{p}`" for p in skipped))
+              + f" passed the build's parity gate against {meth.get('reference')} on {img['count']} images "
               f"({img.get('set')}; set SHA-256 `{(img.get('sha256') or '')[:16]}…`): FP32 files {gate['fp32']}; "
-              f"quantised files {gate['quantized']}. The values the build measured are in `{gate['measured_values']}`.",
-              ""]
+              f"quantised files {gate['quantized']}. The values the build measured are in `{report}` {why}."
+              + (f" Not gated: {', '.join(f'`{p}`' for p in skipped)} (the building machine's Python runtimes do "
+                 "not run {})." .format("it" if len(skipped) == 1 else "them") if skipped else ""), ""]
+    else:
+        L += ["This build ran no parity gate (0 parity images).", ""]
     if rows:
         L += [f"Measured on the exact files above (matched by SHA-256; committed benchmark data). Metric: "
               f"{meth.get('metric')}.", "",
@@ -215,14 +263,13 @@ def _parity(c: _Card) -> list[str]:
 
 
 def _latency_row(f: dict, r: dict) -> str:
-    dev = r.get("gpu_adapter") or r.get("cpu")
     mt = r["method"]
     peer = r.get("fastest_peer")
     vs = f"{peer['label']} {peer['median_ms']:.0f} ms (÷ {r['median_ms'] / peer['median_ms']:.2f})" if peer else "–"
     iqr = f"{r['p25_ms']:.1f}–{r['p75_ms']:.1f}" if r.get("p25_ms") is not None else "–"
     twin = " †" if r.get("timing_twin") else ""
-    return (f"| `{f['path']}` | {r['backend']}{twin} | {r['median_ms']:.1f} | {iqr} | "
-            f"{r.get('threads') or '–'} | {dev} | {mt['rounds']} × ({mt['warmup']} + {mt['iters']}) | {vs} |")
+    return (f"| `{f['path']}` | {r['backend']}{twin} | {r['median_ms']:.1f} | {iqr} | {machine(r)} | "
+            f"{r.get('date') or '–'} | `{r['source']}` | {mt['rounds']} × ({mt['warmup']} + {mt['iters']}) | {vs} |")
 
 
 def _latency(c: _Card) -> list[str]:
@@ -232,28 +279,111 @@ def _latency(c: _Card) -> list[str]:
         return L + ["No latency measured for these exact files (latency is read from committed benchmark data and shown "
                     "only for files whose SHA-256 matches the file that was timed)."]
     L += ["Measured on the exact files above (matched by SHA-256). Method: interleaved rounds × (warm-up + timed "
-          "calls), timed = input write + synchronous invoke + output read; compile and preprocessing excluded.", "",
+          "calls), timed = input write + synchronous invoke + output read; compile and preprocessing excluded. "
+          "*Machine*: the GPU adapter, or the CPU at the run's thread count. *Source*: the measurement record's file "
+          "under `benchmarks/results/` in edgedepth's repository, dated by its run.", "",
           "*Fastest peer*: the fastest path without edgedepth's files (plain LiteRT / `torch.onnx` exports in "
           "LiteRT, ONNX Runtime, OpenVINO; PyTorch eager), same precision, same machine, same run.", "",
-          "| file | backend | median ms | IQR ms | threads | device | rounds × (warm-up + timed) | fastest peer |",
-          "|---|---|---|---|---|---|---|---|"]
+          "| file | backend | median ms | IQR ms | machine | date | source | rounds × (warm-up + timed) "
+          "| fastest peer |",
+          "|---|---|---|---|---|---|---|---|---|"]
     L += [_latency_row(f, r) for f, r in lat]
+    left = [(f, r) for f in c.models for r in f.get("latency_left_out", [])]
+    L += ["", "One row per file, machine and backend: where committed records time the same file on the same machine "
+          "and backend, only the newest is shown (by date; on the same date, the record the recipe lists later)"
+          + ("; left out here: " + "; ".join(
+              f"`{f['path']}` {r['backend']} on {r['machine']}, {r['median_ms']:.1f} ms in `{r['source']}` "
+              f"({r.get('date') or 'undated'}; shown: `{r['kept']['source']}`, {r['kept']['date']})"
+              if r.get("kept") else
+              f"`{f['path']}` {r['backend']} on {r['machine']}, {r['median_ms']:.1f} ms in `{r['source']}` (undated)"
+              for f, r in left) + "." if left else ".")]
     if any(r.get("timing_twin") for _, r in lat):
         L += ["", "† timed on a timing twin of the file: the same graph and ops with seeded weights (a call to the "
               "lent GPU carries at most 64 MiB); GPU latency does not depend on the weights' values."]
     return L
 
 
+def _span(values: list[float], fmt: str) -> str:
+    lo, hi = min(values), max(values)
+    return format(lo, fmt) if format(lo, fmt) == format(hi, fmt) else f"{format(lo, fmt)}–{format(hi, fmt)}"
+
+
+def _speed(pairs: list[tuple[dict, dict]], name: str) -> str:
+    """``name`` against FP32 in time, from the Latency table's rows: per machine and backend, for each size where both
+    files were timed in one run (same source), "k× faster" only where its interquartile range lies wholly below FP32's,
+    "k× slower" where wholly above, else "not measurably faster" (the ranges overlap)."""
+    verdicts: dict[tuple[str, str], list[str]] = {}
+    for q, f in pairs:
+        rows = {(r["source"], machine(r), r["backend"]): r for r in f.get("latency", [])}
+        for r in q.get("latency", []):
+            base = rows.get((r["source"], machine(r), r["backend"]))
+            if base is None:
+                continue
+            key = (machine(r), r["backend"])
+            nums = f"{r['median_ms']:.1f} vs {base['median_ms']:.1f} ms"
+            if None in (r.get("p25_ms"), r.get("p75_ms"), base.get("p25_ms"), base.get("p75_ms")):
+                v = f"{q['size']} not compared ({nums}, no IQR recorded)"
+            elif r["p75_ms"] < base["p25_ms"]:
+                v = f"{q['size']} {base['median_ms'] / r['median_ms']:.2f}× faster ({nums})"
+            elif r["p25_ms"] > base["p75_ms"]:
+                v = f"{q['size']} {r['median_ms'] / base['median_ms']:.2f}× slower ({nums})"
+            else:
+                v = f"{q['size']} not measurably faster ({nums}, IQRs overlap)"
+            verdicts.setdefault(key, []).append(v)
+    if not verdicts:
+        timed = any(q.get("latency") for q, _ in pairs) and any(f.get("latency") for _, f in pairs)
+        return (f"speed: {name} and FP32 files of one size were never timed in one run, so not compared" if timed
+                else "speed: not measured for these files")
+    return "speed against FP32 (same run, Latency table): " + "; ".join(
+        f"on {m} ({b}): " + ", ".join(vs) for (m, b), vs in verdicts.items())
+
+
+def _accuracy(c: _Card, pairs: list[tuple[dict, dict]]) -> str:
+    """Pooled rel-L2 against PyTorch of the files and their FP32 twins, from the Parity table's rows measured in one
+    record (same source); else what the build's gate bounds."""
+    got = []
+    for q, f in pairs:
+        base = {r["source"]: r for r in f.get("parity", [])}
+        got += [(r["pooled_rel_l2"], base[r["source"]]["pooled_rel_l2"]) for r in q.get("parity", [])
+                if r["source"] in base and r.get("pooled_rel_l2") is not None
+                and base[r["source"]].get("pooled_rel_l2") is not None]
+    if got:
+        return (f"pooled rel-L2 against PyTorch {_span([a for a, _ in got], '.1e')} where FP32's is "
+                f"{_span([b for _, b in got], '.1e')} (Parity table, same record)")
+    if all(c.ctx.gated(q["path"]) for q, _ in pairs):
+        return f"accuracy: within the build's parity gate ({c.gate['quantized']}), not in a committed record"
+    return "accuracy: not measured for these files"
+
+
+def _against_fp32(c: _Card) -> list[str]:
+    """Per format and quantised precision, what its files trade against the FP32 file of the same size and input
+    (bytes, parity, latency), each from the numbers in the card's tables."""
+    L = []
+    for fmt in sorted(FORMATS, key=lambda f: f.card_order):
+        files = [f for f in c.models if entry_format(f) is fmt and f["input"]["dtype"] == "float32"]
+        fp32 = {(f["size"], f.get("backend")): f for f in files if f["precision"] == "fp32"}
+        for p in sorted({f["precision"] for f in files} - {"fp32"}):
+            pairs = [(f, fp32[f["size"], f.get("backend")]) for f in files
+                     if f["precision"] == p and (f["size"], f.get("backend")) in fp32]
+            if not pairs:
+                continue
+            name = f"{fmt.title} {p.upper()}"
+            L.append(f"- {name} files against the FP32 file of the same size: "
+                     f"{_span([q['bytes'] / f['bytes'] for q, f in pairs], '.0%')} of its bytes; "
+                     f"{_accuracy(c, pairs)}; {_speed(pairs, name)}.")
+    return L
+
+
 def _limitations(c: _Card) -> list[str]:
     info, onnx_files = c.info, c.onnx_files
+    dyn = [f for f in onnx_files if f.get("dynamic_size")]
     L = ["", "## Limitations", "",
-         "- `.tflite` and `.pte`" + (" and `.onnx`" if onnx_files and not any(f.get("dynamic_size") for f in onnx_files)
-                                      else "") + " files: a fixed input size per file (the position embedding is "
-         "frozen for that size: "
+         "- `.tflite` and `.pte`" + (" and `.onnx`" if onnx_files and not dyn else "") + " files: a fixed input size "
+         "per file (the position embedding is frozen for that size: "
          + ", ".join(sorted({f["size"] for f in c.models if not f.get("dynamic_size")}, key=_area))
          + "); pick the file matching your aspect ratio or resize to it."
-         + (f" The ONNX files take any height and width that are multiples of 14 (verified and timed at "
-            f"{onnx_files[0]['size']} only)." if any(f.get("dynamic_size") for f in onnx_files) else ""),
+         + (f" The ONNX files take any height and width that are multiples of 14 ({c.ctx.checked_at(dyn[0])} only)."
+            if dyn else ""),
          (f"- Metric depth in metres, clipped to 0..{info.get('max_depth_m')} m by the head; trained on "
           f"{'indoor (Hypersim)' if 'indoor' in info['family_member'] else 'outdoor (Virtual KITTI 2)'} scenes: "
           "other scenes and cameras need checking." if c.metric else
@@ -263,7 +393,7 @@ def _limitations(c: _Card) -> list[str]:
           "- Relative depth: scale and shift are unknown; do not read metres from it."),
          "- LiteRT's GPU delegate may compute in FP16 under its default precision; " + c.family.fp16_note
          + ". Set `enforce_f32=True` (see `recommended_runtime_options` in `manifest.json`).",
-         "- Quantised files (INT8, FP16 weights) trade accuracy for size and CPU speed (see parity)."]
+         *_against_fp32(c)]
     if c.synthetic:
         L += ["- Built from synthetic weights: depth output is meaningless (see the note at the top)."]
     return L
@@ -274,9 +404,32 @@ def _recipe_file(c: _Card) -> str:
     return c.family.recipe_file(c.member or DEFAULT_FAMILY.members["small"])
 
 
+# The recipe's CLI overrides a release records (``provenance.recipe.overrides``) as `edgedepth release` options, in
+# the order the Rebuild line gives them.
+_REBUILD_OPTIONS = (("model", "--model", str), ("sizes", "--sizes", ",".join),
+                    ("parity_images", "--parity-images", str))
+
+
+def rebuild_argv(m: dict, recipe_file: str) -> list[str]:
+    """The `edgedepth release` command that rebuilds the release ``m`` (a manifest) byte for byte: its recipe by the
+    name edgedepth carries it under (``recipe_file``'s stem: the same from a checkout and from the wheel), every
+    override the build used, and ``--out`` the release's name (the folder's path does not change a byte)."""
+    o = m["provenance"]["recipe"].get("overrides") or {}
+    name = os.path.splitext(os.path.basename(recipe_file))[0]
+    argv = ["edgedepth", "release", "--recipe", name]
+    for key, flag, text in _REBUILD_OPTIONS:
+        if key in o:
+            argv += [flag, text(o[key])]
+    if o.get("gpu_check") is False:
+        argv.append("--no-gpu-check")
+    return argv + ["--out", m["name"]]
+
+
 def _provenance(c: _Card) -> list[str]:
     prov = c.prov
     ck, v = prov["checkpoint"], prov["versions"]
+    recipe_file = "recipes/" + prov["recipe"]["file"] if prov["recipe"].get("file") else _recipe_file(c)
+    gpu_checked = (prov["recipe"].get("overrides") or {}).get("gpu_check") is not False and c.tflites
     return ["", "## Provenance", "",
             f"- Checkpoint: {ck['name']}" + (f" @ `{ck['revision']}`" if ck.get("revision") else "")
             + (f" (synthetic, seed {ck['seed']})" if c.synthetic else ""),
@@ -286,9 +439,12 @@ def _provenance(c: _Card) -> list[str]:
             + ", ".join(prov["recipe"]["sizes"]),
             "- Versions: " + ", ".join(f"{k} {val}" for k, val in sorted(v.items())),
             *([f"- Checkpoint state dict sha256 `{ck['state_dict_sha256']}`"] if ck.get("state_dict_sha256") else []),
-            f"- Rebuild: `python {_recipe_file(c)} --out DIR` (edgedepth) gives byte-identical files, "
-            "manifest and card on any x86-64 machine with the same checkpoint and the pinned versions; "
-            "`edgedepth verify DIR` checks a folder against `manifest.json`.",
+            f"- Rebuild: with edgedepth {__version__} and the pinned versions (`constraints.txt`) installed, "
+            f"`{shlex.join(rebuild_argv(c.m, recipe_file))}` gives byte-identical files, manifest and card on any "
+            "x86-64 machine"
+            + (" with a Vulkan driver for the GPU delegation check (without one the Files table's GPU column differs)"
+               if gpu_checked else "")
+            + f"; `edgedepth verify {shlex.quote(c.m['name'])}` checks the folder against `manifest.json`.",
             "", "## Citation", "", "```bibtex", c.family.citation, "```", "", "## License", "",
             ("CC BY-NC 4.0, non-commercial use only" if c.nc else "Apache-2.0")
             + " (see `LICENSE`); modifications are listed in `NOTICE`.", ""]
@@ -297,6 +453,6 @@ def _provenance(c: _Card) -> list[str]:
 def render_model_card(m: dict) -> str:
     """The card, section by section (each a function of the manifest-derived :class:`_Card`)."""
     c = _card(m)
-    how = _how_to_run(c) if c.example else []
+    how = _how_to_run(c) + _publish(c) if c.example else []
     return "\n".join(_front_matter(c) + _about(c) + _which_file(c) + _inputs_outputs(c) + _files(c) + how
                      + _parity(c) + _latency(c) + _limitations(c) + _provenance(c))

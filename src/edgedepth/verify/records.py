@@ -20,7 +20,8 @@ A report JSON (any benchmark's, or ``edgedepth validate --json`` / ``bench --jso
     timing_twin       true, optional (timed on a twin: same graph, seeded weights, ``sha256`` = the file it stands for)
     h200_gpu_fp32_median_ms  number, optional
 
-``read(paths, kind)`` turns records into the rows a release manifest embeds (``row``); converters from the
+``read(paths, kind)`` turns records into the rows a release manifest embeds (``row``); ``newest_latency(paths)`` keeps
+one dated latency row per (file, machine, backend), the newest, and says which it left out; converters from the
 benchmark scripts' report shapes live with those scripts (``benchmarks/lib/records.py``), the ones for this library's
 own ``validate`` / ``bench`` reports here.
 """
@@ -123,13 +124,11 @@ def row(record: dict) -> dict:
             "source": r["source"], **{k: r[k] for k in _EXTRA["latency"] if k in r}}
 
 
-def read(paths, kind: str, *, backend: str | None = None) -> dict[str, list[dict]]:
-    """sha256 -> rows (``row``) of the ``kind`` records (of ``backend``, if given) in the report files ``paths``, in
-    path then record order; paths that do not exist are skipped.  A file without records, with a record off the
-    schema, or that is no regular file (:func:`edgedepth.fsutil.read_input`) is a one-line EdgedepthError."""
+def _records(paths, kind: str, backend: str | None = None):
+    """The checked ``kind`` records (of ``backend``, if given) of the report files ``paths``, in path then record
+    order; paths that do not exist are skipped (see :func:`read`)."""
     if kind not in KINDS:
         raise ValueError(f"kind should be one of {KINDS}, got {kind!r}")
-    rows: dict[str, list[dict]] = {}
     for p in paths:
         if not os.path.lexists(p):
             continue
@@ -142,8 +141,59 @@ def read(paths, kind: str, *, backend: str | None = None) -> dict[str, list[dict
                 raise EdgedepthError(f"{p}: record {i}: field 'source' is {r['source']!r}, not this file's name "
                                      f"(records were made for another file)")
             if r["kind"] == kind and (backend is None or r["backend"] == backend):
-                rows.setdefault(r["sha256"], []).append(row(r))
+                yield r
+
+
+def read(paths, kind: str, *, backend: str | None = None) -> dict[str, list[dict]]:
+    """sha256 -> rows (``row``) of the ``kind`` records (of ``backend``, if given) in the report files ``paths``, in
+    path then record order; paths that do not exist are skipped.  A file without records, with a record off the
+    schema, or that is no regular file (:func:`edgedepth.fsutil.read_input`) is a one-line EdgedepthError."""
+    rows: dict[str, list[dict]] = {}
+    for r in _records(paths, kind, backend):
+        rows.setdefault(r["sha256"], []).append(row(r))
     return rows
+
+
+def machine(r: dict) -> str:
+    """The machine a latency record or row names: its GPU adapter, else its CPU at its thread count ("AMD EPYC, 2
+    threads"); a 2-thread and a 16-thread run of one CPU are two machines here."""
+    if r.get("gpu_adapter"):
+        return r["gpu_adapter"]
+    cpu = r.get("cpu") or "unnamed CPU"
+    return f"{cpu}, {r['threads']} thread{'s' * (r['threads'] != 1)}" if r.get("threads") else cpu
+
+
+def newest_latency(paths) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    """(kept, left out): sha256 -> latency rows of the report files ``paths`` (read as :func:`read` does), one kept per
+    (file, :func:`machine`, backend): the newest by ``date``; on the same date the record of the path listed later
+    (then the later record of the file).  Kept rows are ``row`` + the record's ``date`` after ``source``; a record
+    without a date is never kept (a release shows dated rows only).  Each left-out row: its backend, machine,
+    median_ms, source and date (null: undated), and ``kept``: the source and date of the row shown instead (null for
+    an undated record with no dated one)."""
+    best: dict[tuple, tuple] = {}               # (sha256, machine, backend) -> (order key, record)
+    seen: list[tuple] = []
+    for n, r in enumerate(_records(paths, "latency")):
+        key = (r["sha256"], machine(r), r["backend"])
+        order = (r.get("date") or "", n)       # ISO dates sort as text; n: path order, then record order
+        seen.append((key, order, r))
+        if r.get("date") and (key not in best or order > best[key][0]):
+            best[key] = (order, r)
+    kept: dict[str, list[dict]] = {}
+    left: dict[str, list[dict]] = {}
+    for key, order, r in seen:
+        winner = best.get(key, (None, None))[1]
+        if winner is r:
+            base = row(r)
+            names = list(base)
+            at = names.index("source") + 1
+            kept.setdefault(key[0], []).append({**{k: base[k] for k in names[:at]}, "date": r["date"],
+                                               **{k: base[k] for k in names[at:]}})
+        else:
+            left.setdefault(key[0], []).append(
+                {"backend": r["backend"], "machine": key[1], "median_ms": r["median_ms"], "source": r["source"],
+                 "date": r.get("date"),
+                 "kept": {"source": winner["source"], "date": winner["date"]} if winner is not None else None})
+    return kept, left
 
 
 # ---- this library's own reports ----------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ Export: ``torch.onnx.export(dynamo=True)`` at opset 18, input ``pixel_values`` f
 outputs (Depth Anything 3: ``confidence``) adds them after it, named by their role (:func:`output_names`).  H and W
 are fixed (static) or, with ``dynamic=True``, symbolic (``height``/``width``, multiples of 14: what onnx-community
 ships and transformers.js needs, since its preprocessing picks a size per photo).  A dynamic file records the size
-edgedepth verified it at (metadata ``edgedepth.size``); edgedepth's runners run it at that size unless told another.
+edgedepth verified it at (metadata ``edgedepth.size``); edgedepth's runners run it at that size unless told another,
+except ``predict``'s (:func:`open_photo_runner`): each photo at the size upstream's image processor gives it (the
+folder's ``preprocessor_config.json``, :func:`processor_of`), as transformers and transformers.js do.
 Then:
 
 - FP16 = ``onnxruntime.transformers.float16.convert_float_to_float16`` (weights *and* compute in float16) with
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import json
 import os
 
 import numpy as np
@@ -33,7 +36,7 @@ from ... import interrupt, runtimes
 from ...errors import EdgedepthError
 from ...fsutil import atomic_path, read_input, write_bytes_atomic
 from ...models import DEFAULT_STEM, family_of
-from ...preprocess import DEFAULT_SIZE, parse_size
+from ...preprocess import DEFAULT_SIZE, Processor, parse_size
 from ...progress import quiet_output as _quiet
 from ..base import CardContext, CliOption, Exported, Format, ReleaseStep, recipe_field, recommends
 from .hub_files import (CONFIG, ONNX_LAYOUT as HUB_LAYOUT, PREPROCESSOR_CONFIG, TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE,
@@ -192,7 +195,8 @@ def format_text(info: dict) -> str:
         f"  inputs  {io(info['inputs'])}",
         f"  outputs {io(info['outputs'])}",
         f"  {info['ops']} ops: {top}{', …' if len(info['op_histogram']) > 8 else ''}",
-        *([f"  dynamic height and width (multiples of 14); edgedepth runs it at {info['size'][0]}x{info['size'][1]}"]
+        *([f"  dynamic height and width (multiples of 14); predict sizes each photo as upstream does, "
+           f"validate and bench run it at {info['size'][0]}x{info['size'][1]}"]
           if info.get("dynamic") else []),
         "  runs on: ONNX Runtime (--backend cpu), OpenVINO (--backend openvino; openvino-bf16: in bfloat16)",
     ])
@@ -391,6 +395,95 @@ def open_runner(path: str, backend: str = "cpu", threads: int = 2, size: tuple[i
     return runtimes.open_runner("onnx", backend, path, threads, size=hw, free_dims=free)
 
 
+def processor_config_path(path: str) -> str | None:
+    """The ``preprocessor_config.json`` of the model folder ``path`` is in (transformers.js' layout: the folder above
+    ``onnx/``; else the file's own folder), or None where there is none."""
+    here = os.path.dirname(os.path.abspath(path))
+    root = os.path.dirname(here) if os.path.basename(here) == "onnx" else here
+    cfg = os.path.join(root, PREPROCESSOR_CONFIG)
+    return cfg if os.path.lexists(cfg) else None
+
+
+def processor_of(path: str, verify=None) -> Processor:
+    """The resize settings a dynamic-size file runs each photo at: its folder's ``preprocessor_config.json``
+    (:func:`processor_config_path`; ``verify``, if given, is called with its path first: the CLI's manifest check),
+    else upstream's (:func:`hub_files.preprocessor_config_json`, what a release writes).  One-line errors."""
+    cfg = processor_config_path(path)
+    if cfg is None:
+        return Processor.from_config(json.loads(preprocessor_config_json()), "upstream's preprocessor config")
+    if verify is not None:
+        verify(cfg)
+    data = read_input(cfg, "preprocessor config", limit=1 << 20)
+    try:
+        d = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise EdgedepthError(f"{cfg!r} is not valid JSON ({' '.join(str(e).split())[:120]})") from None
+    return Processor.from_config(d, repr(cfg))
+
+
+class PhotoSizedRunner(runtimes.FileRunner):
+    """A dynamic-size file run at each photo's own size: :attr:`processor` says which (:meth:`Processor.model_size`,
+    what transformers and transformers.js pick); ``run``/``run_all`` take an input of any multiples of 14 and run the
+    runtime at that size (static shapes: ORT's fast path, OpenVINO's reshape), kept until an input of another size
+    comes (one session at a time: one model's memory).  Opened at the size the file records, so a file the runtime
+    cannot load fails here, before any photo; :attr:`input_shape` is the current session's."""
+
+    def __init__(self, path: str, backend: str, threads: int, processor: Processor, dims: list, size):
+        self.path, self.processor, self._backend, self._threads, self._dims = path, processor, backend, threads, dims
+        self._r = self._open(tuple(size))
+        self.name, self.input_dtype, self._names = self._r.name, self._r.input_dtype, self._r.output_names
+
+    def _open(self, hw: tuple[int, int]):
+        if len(hw) != 2 or hw[0] % 14 or hw[1] % 14 or min(hw) < 1:
+            raise EdgedepthError(f"{self.path!r}: height and width must be multiples of 14, not "
+                                 f"{'x'.join(map(str, hw))}")
+        return runtimes.open_runner("onnx", self._backend, self.path, self._threads, size=hw,
+                                    free_dims=dict(zip(self._dims, hw)))
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return self._r.input_shape
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return self._names
+
+    @output_names.setter
+    def output_names(self, names) -> None:       # formats.name_outputs: the family's roles
+        self._names = self._r.output_names = tuple(names)
+
+    def _at(self, x: np.ndarray):
+        hw = tuple(int(d) for d in np.shape(x)[2:])
+        if np.ndim(x) == 4 and hw != self._r.size:
+            self._r.close()
+            self._r = self._open(hw)
+            self._r.output_names = self._names
+        return self._r
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        return self._at(x).run(x)
+
+    def run_all(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        return self._at(x).run_all(x)
+
+    def close(self) -> None:
+        self._r.close()
+
+
+def open_photo_runner(path: str, backend: str = "cpu", threads: int = 2, verify=None):
+    """``predict``'s runner: a dynamic-size file as a :class:`PhotoSizedRunner` (each photo at its processor size,
+    :func:`processor_of`; ``verify``: see there), a fixed-size file as :func:`open_runner` opens it (its own size)."""
+    if backend not in BACKENDS:
+        raise EdgedepthError(f"{path!r}: an .onnx file runs on --backend {', '.join(BACKENDS)} here, not {backend}")
+    model = check(path)
+    inputs = _graph_inputs(model)
+    own, dynamic = _size_of(model, inputs, path)
+    if not dynamic:
+        return runtimes.open_runner("onnx", backend, path, threads, size=tuple(own), free_dims=None)
+    proc = processor_of(path, verify)
+    return PhotoSizedRunner(path, backend, threads, proc, list(inputs[0]["shape"][2:]), own)
+
+
 @dataclasses.dataclass(frozen=True)
 class RecipePart:
     """The recipe's ``onnx`` section: precisions, written at the release's first size with dynamic H and W."""
@@ -413,6 +506,12 @@ class Onnx(Format):
 
     def open_runner(self, path: str, backend: str = "cpu", threads: int = 2, size=None):
         return open_runner(path, backend, threads, size=size)
+
+    def open_photo_runner(self, path: str, backend: str = "cpu", threads: int = 2, verify=None):
+        return open_photo_runner(path, backend, threads, verify)
+
+    def processor_of(self, path: str, verify=None) -> Processor:
+        return processor_of(path, verify)
 
     def output_names(self, roles: tuple[str, ...]) -> list[str]:
         return output_names(roles)
@@ -529,11 +628,11 @@ class Onnx(Format):
         from .card import js_block, onnx_blocks
 
         js = any(recommends(f, "transformers.js") for f in files)
-        return onnx_blocks(files, ctx.metric, ctx.semantics) + (js_block(ctx.name, files) if js else [])
+        return onnx_blocks(files, ctx.metric, ctx.semantics, ctx) + (js_block(ctx.name, files) if js else [])
 
-    def card_sizes_note(self, files: list[dict]) -> str:
+    def card_sizes_note(self, files: list[dict], ctx: CardContext) -> str:
         dyn = [f for f in files if f.get("dynamic_size")]
-        return (f" The ONNX files take any H and W that are multiples of 14 (verified and timed at {dyn[0]['size']}); "
+        return (f" The ONNX files take any H and W that are multiples of 14 ({ctx.checked_at(dyn[0])}); "
                 f"upstream's processor (`preprocessor_config.json`) keeps the photo's aspect ratio, brings one side to "
                 f"{UPSTREAM_SIDE} and rounds both to multiples of 14 (a 640×480 photo: 518×686).") if dyn else ""
 
