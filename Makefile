@@ -4,14 +4,15 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
-APT_PACKAGES := chromium libvulkan1
+APT_PACKAGES := chromium libvulkan1 git git-lfs
 OUT ?= out
 
-.PHONY: setup demo test test-fast clean
+.PHONY: setup demo test test-fast dist clean
 
 setup: $(STAMP) apt web/node_modules/.package-lock.json
 
 # Debian packages: chromium ships the SwiftShader Vulkan driver LiteRT's GPU accelerator runs on here; libvulkan1 the loader.
+# git + git-lfs: the Hub round trip (tests/test_hub.py: a release folder pushed as a Git repository, binaries in LFS).
 apt:
 	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
 	  echo "setup: installing Debian packages: $(APT_PACKAGES)"; \
@@ -53,5 +54,9 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
+# sdist + wheel into dist/ (the wheel carries the recipes, records and the playground with its browser runtimes)
+dist: setup
+	$(BIN)/python -m build --no-isolation --outdir dist .
+
 clean:
-	rm -rf $(OUT) .pytest_cache
+	rm -rf $(OUT) .pytest_cache dist

@@ -30,13 +30,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import ctypes
 import os
+import pathlib
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # the repository
 
 TINY_SIZE = (56, 70)      # 4x5 patches: exercises position-embedding interpolation like 518x686 does
 FULL_SIZE = (518, 686)
@@ -290,6 +294,77 @@ def build_tiny_release(out, env_extra: dict | None = None):
 def tiny_release(tmp_path_factory):
     """One tiny release folder for the session (read-only by convention: copy it before changing anything)."""
     return build_tiny_release(tmp_path_factory.mktemp("tiny_release") / "release")
+
+
+@dataclasses.dataclass(frozen=True)
+class InstalledWheel:
+    """edgedepth as a user gets it: ``dist`` (the sdist and the wheel built from it), ``venv`` (a fresh venv outside
+    the repository holding the wheel), ``home`` (an empty working folder outside the repository)."""
+
+    dist: pathlib.Path
+    venv: pathlib.Path
+    home: pathlib.Path
+
+    @property
+    def wheel(self) -> pathlib.Path:
+        return next(self.dist.glob("edgedepth-*.whl"))
+
+    @property
+    def sdist(self) -> pathlib.Path:
+        return next(self.dist.glob("edgedepth-*.tar.gz"))
+
+    def env(self, **extra) -> dict:
+        """The user's environment: the venv's bin first, nothing pointing into the repository."""
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EDGEDEPTH_WEB_DIR", "VIRTUAL_ENV")}
+        return {**env, "PATH": f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", "VIRTUAL_ENV": str(self.venv),
+                **extra}
+
+    def run(self, *args, timeout=900, **env_extra) -> subprocess.CompletedProcess:
+        """``edgedepth ARGS`` (the wheel's console script) in ``home``."""
+        return subprocess.run([str(self.venv / "bin" / "edgedepth"), *map(str, args)], capture_output=True,
+                              text=True, timeout=timeout, cwd=self.home, env=self.env(**env_extra))
+
+
+def install_wheel(tmp) -> InstalledWheel:
+    """``python -m build`` (sdist, then the wheel from the sdist, as PyPI users get them; no isolation: this venv's
+    pinned setuptools, offline), then a fresh venv outside the repository with the wheel installed by pip.  Its
+    dependencies are this venv's site-packages, on its path by a .pth line (the same pinned versions, not downloaded
+    again; their .pth files, among them the checkout's editable install, are not read): ``import edgedepth`` there is
+    the wheel's copy only."""
+    import sysconfig
+
+    tmp = pathlib.Path(tmp)
+    dist, venv, home = tmp / "dist", tmp / "venv", tmp / "home"
+    home.mkdir()
+    r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), ROOT],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    py = venv / "bin" / "python"
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    pathlib.Path(purelib, "_edgedepth_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    w = InstalledWheel(dist, venv, home)
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
+                        str(w.wheel)], capture_output=True, text=True, timeout=600, env=w.env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    return w
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory) -> InstalledWheel:
+    """The wheel installed into a fresh venv outside the repository (:func:`install_wheel`), once per session."""
+    return install_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def wheel_release(installed_wheel) -> pathlib.Path:
+    """The tiny release as a user of the wheel builds it: the installed ``edgedepth release`` with the default recipe
+    it carries (no --recipe), from a folder outside the repository, under other CPU kernels (OTHER_KERNELS)."""
+    out = installed_wheel.home / "release"
+    r = installed_wheel.run("release", "--out", out, *TINY_RELEASE_ARGS, **OTHER_KERNELS)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -8,16 +8,17 @@ import shutil
 
 import pytest
 
-from conftest import OTHER_KERNELS, TINY_RELEASE_ARGS as ARGS, TINY_RELEASE_RECIPE as RECIPE, build_tiny_release, run_cli
+from conftest import TINY_RELEASE_ARGS as ARGS, TINY_RELEASE_RECIPE as RECIPE, run_cli
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "release_sha256.json")
-# The second build runs with PyTorch's scalar kernels, oneDNN limited to SSE4.1 and one thread: a different CPU as far
-# as every float kernel is concerned.  Its files must still be the same bytes.
+# The second build (the installed wheel) runs with PyTorch's scalar kernels, oneDNN limited to SSE4.1 and one thread: a
+# different CPU as far as every float kernel is concerned.  Its files must still be the same bytes.
 
 
 @pytest.fixture(scope="module")
-def two_builds(tmp_path_factory, tiny_release):
-    """The session's tiny release and a second build in another process under other CPU kernels."""
-    return [tiny_release, build_tiny_release(tmp_path_factory.mktemp("release") / "build1", OTHER_KERNELS)]
+def two_builds(tiny_release, wheel_release):
+    """The session's tiny release (this checkout) and a second build by the installed wheel, with the default recipe
+    it carries, in a folder outside the repository, under other CPU kernels (conftest ``wheel_release``)."""
+    return [tiny_release, wheel_release]
 
 
 def _files(folder):

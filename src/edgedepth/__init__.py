@@ -7,7 +7,7 @@ Python API (imported on first use, so ``import edgedepth`` stays light): ``edged
 ``edgedepth.validate`` -- see :mod:`edgedepth.api`.
 """
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401  (one place: version.py)
 
 _API = ("export", "open", "validate", "Model")
 

@@ -17,8 +17,9 @@ import sys
 
 import numpy as np
 
-from . import formats, interrupt
+from . import extras, formats, interrupt
 from .errors import EdgedepthError
+from .version import __version__
 from .formats.base import list_option
 from .fsutil import made_dir, temp_target, write_bytes_atomic
 from .images import image_set, image_set_hash
@@ -118,12 +119,19 @@ def cmd_inspect(args) -> int:
 def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
     """A model file (any registered format) -> its runtime; anything else is a checkpoint -> PyTorch eager (CPU).
     Returns (runner, family member or None): the member says whether the output is metres.  ``size_text``: a
-    checkpoint's size, or the size to run a dynamic-size .onnx at (any other file must already have it)."""
+    checkpoint's size, or the size to run a dynamic-size .onnx at (any other file must already have it); without it a
+    dynamic-size .onnx runs each photo at its processor's size (its preprocessor_config.json, checked against the
+    release manifest like the file)."""
     if formats.is_artifact(model):
         verify_next_to(model)  # a file inside a release folder must match its manifest
         size = parse_size(size_text) if size_text else None
         member = member_of_file(model)       # its manifest's member, else its name's: whose outputs it has
-        return formats.name_outputs(formats.open_runner(model, backend, threads, size), member), member
+        fmt = formats.format_of(model)
+        if size is None and fmt.dynamic_size:
+            runner = fmt.open_photo_runner(model, backend, threads, verify=verify_next_to)
+        else:
+            runner = formats.open_runner(model, backend, threads, size)
+        return formats.name_outputs(runner, member), member
     from .checkpoint import DepthModule, load_checkpoint
     from .runtimes.torch import TorchRunner
 
@@ -135,9 +143,36 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
     return TorchRunner(DepthModule(ckpt.model, ckpt.outputs), size, threads), ckpt.member
 
 
+def _refuse_release_folder(model: str) -> None:
+    """``--model DIR`` where DIR is an edgedepth release folder (it has a manifest.json): one line naming what to pass
+    instead, the manifest's recommended CPU file and the ONNX file that runs each photo at its own size.  The folder
+    holds several files (sizes, precisions, formats) that give different maps, so predict does not pick one."""
+    import shlex
+
+    from .release.manifest import MANIFEST
+
+    if not (os.path.isdir(model) and os.path.lexists(os.path.join(model, MANIFEST))):
+        return
+    m = load_manifest(model)        # schema-checked: a malformed manifest is its own one line
+    files = [f for f in m["files"] if formats.is_artifact(f["path"])]
+    shown = lambda rel: shlex.quote(escape(os.path.join(model, rel)))     # noqa: E731
+    rec = m.get("recommended") if isinstance(m.get("recommended"), dict) else {}
+    cpu = rec.get("cpu") if isinstance(rec.get("cpu"), dict) else {}
+    listed = {f["path"] for f in files}
+    picks = [f"--model {shown(cpu['path'])} (recommended for CPU)"] if cpu.get("path") in listed else []
+    onnx = [f["path"] for f in files if f.get("dynamic_size") and f.get("precision") == "fp32"]
+    picks += [f"--model {shown(onnx[0])} (each photo at its own size, as transformers.js)"] if onnx else []
+    if not picks and files:
+        picks = [f"--model {shown(files[0]['path'])}"]
+    what = f"pass one of its model files: {' or '.join(picks)}" if picks else "it lists no model files"
+    raise EdgedepthError(f"--model {escape(model)} is an edgedepth release folder (it has a {MANIFEST}), not a "
+                         f"checkpoint: {what}")
+
+
 def cmd_predict(args) -> int:
     from tqdm import tqdm
 
+    _refuse_release_folder(args.model)      # a release folder is not a checkpoint: name its files
     with made_dir(args.output):     # a failed run leaves no empty folder behind
         validate_inputs(args.images, args.output, args.max_pixels, raw=args.raw,     # before a possibly slow
                         overwrite=args.overwrite)                                   # model load
@@ -262,6 +297,23 @@ def cmd_verify(args) -> int:
     return 0
 
 
+def cmd_publish(args) -> int:
+    from .release import publish as pub
+
+    if args.dry_run:
+        files = pub.plan(args.folder, args.repo_id, args.revision)
+    else:
+        files, commit = pub.publish(args.folder, args.repo_id, revision=args.revision, create=args.create,
+                                    private=args.private)
+    print(f"{'would publish' if args.dry_run else 'published'} {len(files)} files "
+          f"({sum(u.bytes for u in files)} bytes) of {escape(args.folder)} to {pub.repo_url(args.repo_id)} "
+          f"(model repository, branch {escape(args.revision)}):")
+    for u in files:
+        print(f"  {escape(u.path)}  {u.bytes} bytes  -> {u.url}")
+    print("dry run: nothing uploaded" if args.dry_run else f"commit: {commit}")
+    return 0
+
+
 def _write_or_print_json(dest: str | None, data) -> None:
     """``--json PATH`` everywhere: write ``data`` to PATH (atomically), or to stdout for ``-``."""
     if dest == "-":
@@ -371,11 +423,15 @@ def _add_predict(sub, o: _Options) -> None:
                                    "<stem>_confidence.png or <stem>_sky.png: grey, min-max per photo, larger = "
                                    "brighter. Every file written is printed, one per line.")
     r.add_argument("images", nargs="+", metavar="IMAGE")
-    r.add_argument("--model", default=DEFAULT_MODEL, help="a .tflite file or a checkpoint (as for export)")
+    r.add_argument("--model", default=DEFAULT_MODEL,
+                   help="a model file (.tflite, .pte, .onnx; of a release folder: one of its files) or a checkpoint "
+                        "(as for export)")
     r.add_argument("--backend", default="cpu", choices=list(formats.BACKENDS),
                    help=_backends_help() + " (default: %(default)s)")
     r.add_argument("--size", default=None,
-                   help="HEIGHTxWIDTH for a checkpoint or a dynamic-size .onnx (other files have their own)")
+                   help="HEIGHTxWIDTH for a checkpoint, or for a dynamic-size .onnx (without it: each photo at the "
+                        "size its preprocessor_config.json gives it, as transformers does; other files have their "
+                        "own)")
     r.add_argument("-o", "--output", required=True, help="output folder")
     r.add_argument("--raw", action="store_true",
                    help="also write float .npy and 16-bit PNG depth (metric models: metres, millimetres), and "
@@ -423,8 +479,9 @@ def _add_release(sub, o: _Options) -> None:
     rl = sub.add_parser("release", parents=[o.quiet, o.verbose],
                         help="build a release folder from a recipe (files, manifest, card)")
     rl.add_argument("--recipe", default=None,
-                    help="recipe file: Python that release executes, like setup.py, so only one you trust (default: "
-                         "recipes/depth-anything-v2-small.py of edgedepth's repository, not of the current folder)")
+                    help="recipe file (Python that release executes, like setup.py, so only one you trust) or the name of "
+                         "one edgedepth carries, e.g. depth-anything-3-small (default: depth-anything-v2-small, "
+                         "edgedepth's own, never a file of the current folder)")
     rl.add_argument("--out", required=True, help="release folder to (re)create")
     rl.add_argument("--model", default=None, help="override the recipe's checkpoint (e.g. synthetic)")
     rl.add_argument("--sizes", default=None, help="override the recipe's sizes, comma-separated HxW")
@@ -442,11 +499,28 @@ def _add_verify(sub, o: _Options) -> None:
     vf.set_defaults(func=cmd_verify)
 
 
+def _add_publish(sub, o: _Options) -> None:
+    """publish: a verified release folder to a Hugging Face Hub model repository."""
+    pb = sub.add_parser("publish", parents=[o.verbose],
+                        help="upload a verified release folder (its manifest's files only) to the Hugging Face Hub")
+    pb.add_argument("folder", help="release folder; it must pass `edgedepth verify`")
+    pb.add_argument("repo_id", metavar="REPO_ID", help="Hub model repository, NAMESPACE/NAME")
+    pb.add_argument("--dry-run", action="store_true",
+                    help="print each file, its size and its address on the Hub; upload nothing (no token needed)")
+    pb.add_argument("--create", action="store_true", help="create the repository if it does not exist")
+    pb.add_argument("--private", action="store_true",
+                    help="create it as a private repository if it does not exist (an existing public one: refused)")
+    pb.add_argument("--revision", default="main", metavar="BRANCH", help="branch to commit to (default: %(default)s)")
+    pb.set_defaults(func=cmd_publish)
+
+
 def build_parser() -> argparse.ArgumentParser:
     o = _options()
-    p = _Parser(prog="edgedepth", description="Depth Anything V2 -> verified on-device artifacts")
+    p = _Parser(prog="edgedepth", description="Depth Anything -> verified on-device artifacts")
+    p.add_argument("--version", action="version", version=f"edgedepth {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_export, _add_inspect, _add_predict, _add_validate, _add_bench, _add_release, _add_verify):
+    for add in (_add_export, _add_inspect, _add_predict, _add_validate, _add_bench, _add_release, _add_verify,
+                _add_publish):
         add(sub, o)
     add_serve_parser(sub)
     return p
@@ -501,6 +575,10 @@ def main(argv: list[str] | None = None, *, owns_process: bool | None = None) -> 
                 print(f"edgedepth: {stop.word}", file=sys.stderr, flush=True)
             return stop.exit_code
         except Exception as e:
+            extra = extras.missing(e.name) if isinstance(e, ModuleNotFoundError) else None
+            if extra:                               # an optional stack not installed: the extra that brings it
+                print(f"edgedepth: error: {extra}", file=sys.stderr)
+                return 2
             disk = None if isinstance(e, EdgedepthError) else _disk_problem(e)
             if isinstance(e, EdgedepthError) or disk:
                 print(f"edgedepth: error: {disk or e.for_cli()}", file=sys.stderr)

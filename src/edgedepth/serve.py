@@ -55,7 +55,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from . import formats
+from . import formats, resources
 from .errors import EdgedepthError
 from .release import manifest as mf
 from .release.manifest import escape
@@ -171,11 +171,12 @@ def wait_in_page(page, expression: str, timeout_s: float, poll_s: float = 0.05) 
 
 
 def web_dir() -> str:
-    """The playground's files: ``EDGEDEPTH_WEB_DIR`` or ``web/`` of this checkout (src layout: ../../web)."""
+    """The playground's files: ``EDGEDEPTH_WEB_DIR``, else ``web/`` of this installation (:mod:`edgedepth.resources`:
+    the wheel's bundle, with the browser runtimes it serves, or the checkout's)."""
     env = os.environ.get("EDGEDEPTH_WEB_DIR")
     if env:
         return os.path.abspath(env)
-    return os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "web"))
+    return os.path.abspath(resources.path("web"))
 
 
 def _check_web(web: str) -> None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
 import runpy
 
 from typing import Any
 
+from .. import resources
 from ..errors import EdgedepthError
 from ..formats import FORMATS
 from ..formats.base import recipe_field
@@ -35,6 +37,14 @@ class Recipe:
     latency_data: tuple[str, ...] = ()          # committed `edgedepth bench --json` reports (matched by sha256)
     path: str = ""
     sha256: str = ""
+    declared: tuple[tuple[str, Any], ...] = ()  # the file's own (field, value) of model, sizes, parity_images
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """{field: value} of ``model``, ``sizes`` (a list), ``parity_images`` where they differ from the recipe file's
+        own values (``with_overrides``): what a rebuild must pass again (the release's provenance records it)."""
+        out = {k: getattr(self, k) for k, v in self.declared if getattr(self, k) != v}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
     def with_overrides(self, *, model: str | None = None, sizes: list[str] | None = None,
                        parity_images: int | None = None) -> "Recipe":
@@ -89,24 +99,23 @@ def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
     rewrites = d.get("rewrites", "default")
     if rewrites != "default":
         raise EdgedepthError(f"recipe {where}: rewrites {rewrites!r}: only 'default' is supported")
+    model = recipe_field(d, "model", str, where)
+    sizes = checked_sizes(recipe_field(d, "sizes", list, where), f"recipe {where}: sizes")
+    parity_images = int(recipe_field(recipe_field(d, "parity", dict, where), "images", int, where))
     r = Recipe(
         name=recipe_field(d, "name", str, where), base_model=recipe_field(d, "base_model", str, where),
-        model=recipe_field(d, "model", str, where),
-        sizes=checked_sizes(recipe_field(d, "sizes", list, where), f"recipe {where}: sizes"),
-        rewrites=rewrites, parts=parts,
-        parity_images=int(recipe_field(recipe_field(d, "parity", dict, where), "images", int, where)),
+        model=model, sizes=sizes, rewrites=rewrites, parts=parts, parity_images=parity_images,
         parity_data=tuple(d.get("parity_data", [])),
         latency_data=tuple(d.get("latency_data", [])),
-        path=path, sha256=sha256)
+        path=path, sha256=sha256,
+        declared=(("model", model), ("sizes", sizes), ("parity_images", parity_images)))
     return r
 
 
 def default_recipe() -> str:
-    """``recipes/depth-anything-v2-small.py`` of the repository this package is in (src layout: ../../../recipes),
-    never the current folder's."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    repo = os.path.join(here, os.pardir, os.pardir, os.pardir)
-    return os.path.normpath(os.path.join(repo, "recipes", "depth-anything-v2-small.py"))
+    """``recipes/depth-anything-v2-small.py`` of this installation (:mod:`edgedepth.resources`: the wheel's bundle or
+    the checkout), never the current folder's."""
+    return resources.path("recipes", "depth-anything-v2-small.py")
 
 
 def _run(path: str) -> dict:
@@ -122,13 +131,33 @@ def _run(path: str) -> dict:
         raise EdgedepthError(f"recipe {path!r} raised {type(e).__name__}: {' '.join(str(e).split())[:300]}") from None
 
 
+_RECIPE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+def recipe_path(path_or_name: str | None) -> str:
+    """A recipe file's path: ``None`` is :func:`default_recipe`; a bare name such as ``depth-anything-3-small`` that
+    is not a file here is that recipe of this installation (``recipes/NAME.py``: the same name works from a checkout
+    and from the wheel, whatever the current folder); anything else is a path, as given."""
+    if path_or_name is None:
+        return default_recipe()
+    if _RECIPE_NAME.match(path_or_name) and not os.path.lexists(path_or_name):
+        own = resources.path("recipes", path_or_name + ".py")
+        if os.path.isfile(own):
+            return own
+        names = sorted(n[:-3] for n in os.listdir(resources.path("recipes")) if n.endswith(".py") and n[0] != "_")
+        raise EdgedepthError(f"no recipe named {path_or_name!r} (a file of that name does not exist either); "
+                             f"recipes edgedepth carries: {', '.join(names)}")
+    return path_or_name
+
+
 def load_recipe(path: str | None = None) -> Recipe:
-    """Run the recipe file (Python: it is executed; default: :func:`default_recipe`) and validate its RECIPE dict."""
-    if path is None:
-        path = default_recipe()
+    """Run the recipe file (Python: it is executed; default: :func:`default_recipe`; a bare name: :func:`recipe_path`)
+    and validate its RECIPE dict."""
+    if path is None or _RECIPE_NAME.match(path):
+        path = recipe_path(path)
         if not os.path.isfile(path):
-            raise EdgedepthError(f"the default recipe {path!r} is missing (edgedepth is installed without its "
-                                 "repository): pass a recipe file")
+            raise EdgedepthError(f"the default recipe {path!r} is missing (this edgedepth was installed without "
+                                 "its recipes): pass a recipe file, or reinstall edgedepth from its wheel")
     data = read_input(path, "recipe")      # a FIFO, device or /proc file: one line, never a hang
     ns = _run(path)
     if not isinstance(ns.get("RECIPE"), dict):
