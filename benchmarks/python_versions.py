@@ -41,6 +41,12 @@ def _reason(stderr: str) -> str:
             break
         caused.append(l)
     errors = [l for l in lines if l.startswith("ERROR:")]
+    pins = [re.search(r"requested (?:\(constraint\) )?(\S+)==(\S+)", l) for l in caused]
+    ignored = next((l for l in lines if "require a different python version" in l), "")
+    if caused and all(pins):        # only the pins themselves: that release does not take this Python
+        name, version = pins[0].groups()
+        need = re.search(rf"(?:^|[:;] ){re.escape(version)} (Requires-Python [^;]+)", ignored)
+        caused = [f"{name}=={version} is not made for this Python" + (f" ({need.group(1)})" if need else "")]
     text = "; ".join(caused) or (errors[0] if errors else lines[-1] if lines else "?")
     return text.replace(ROOT + os.sep, "")
 

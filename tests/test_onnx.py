@@ -524,8 +524,8 @@ def test_missing_runtimes_are_one_line_errors(tmp_path, onnx_export):
     for name, package in (("no-onnxruntime", "onnxruntime"), ("no-openvino", "openvino"), ("no-onnx", "onnx")):
         rc, lines = got[name]
         assert rc == 2 and len(lines) == 1, (name, lines)
-        assert lines[0].startswith("edgedepth: error:") and f"{package} is not installed (pip install {package}" \
-            in lines[0], lines[0]
+        assert lines[0].startswith("edgedepth: error:") and f"{package!r} is not installed: it comes with the " \
+            "'onnx' extra (pip install 'edgedepth[onnx]')" in lines[0], lines[0]
     assert not (tmp_path / "o").exists() or os.listdir(tmp_path / "o") == []
 
 
@@ -538,7 +538,7 @@ def _hide_onnxruntime(monkeypatch):
 
 def test_int8_without_onnxruntime_is_a_one_line_error(tmp_path, onnx_export, monkeypatch):
     _hide_onnxruntime(monkeypatch)
-    with pytest.raises(EdgedepthError, match=r"^onnxruntime is not installed \(pip install onnxruntime"):
+    with pytest.raises(EdgedepthError, match=r"^'onnxruntime' is not installed: it comes with the 'onnx' extra"):
         ox.quantize_int8(onnx_export["fp32"].path, str(tmp_path / "x_int8.onnx"))
     assert os.listdir(tmp_path) == []
 
@@ -549,5 +549,5 @@ def test_fp16_without_onnxruntime_is_a_one_line_error(onnx_export, monkeypatch):
 
     model = onnx.load(onnx_export["fp32"].path)
     _hide_onnxruntime(monkeypatch)
-    with pytest.raises(EdgedepthError, match=r"^onnxruntime is not installed \(pip install onnxruntime"):
+    with pytest.raises(EdgedepthError, match=r"^'onnxruntime' is not installed: it comes with the 'onnx' extra"):
         ox.to_fp16(model)

@@ -7,6 +7,11 @@ ModuleNotFoundError".
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
+from .errors import EdgedepthError
+
 # extra -> (top-level modules it provides, how to install it when pip's extra alone is not enough)
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "onnx": (("onnx", "onnxscript", "onnxruntime", "openvino"), "pip install 'edgedepth[onnx]'"),
@@ -26,3 +31,13 @@ def missing(module: str | None) -> str | None:
         if top in modules:
             return f"{top!r} is not installed: it comes with the {extra!r} extra ({how})"
     return None
+
+
+def require(module: str) -> ModuleType:
+    """``import module``; not installed: an EdgedepthError naming the extra that brings it (one line, exit 2)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if isinstance(e, ModuleNotFoundError) and e.name and e.name.split(".")[0] != module.split(".")[0]:
+            raise               # a broken installation of that module, not a missing one: not ours to rename
+        raise EdgedepthError(missing(module) or f"{module!r} is not installed") from None

@@ -13,16 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import EdgedepthError
+from ..extras import require
 from . import FileRunner, default_output_names
 
 
 def _ort():
-    try:
-        import onnxruntime
-    except ImportError:
-        raise EdgedepthError("onnxruntime is not installed (pip install onnxruntime; pinned in requirements.txt)") \
-            from None
-    return onnxruntime
+    return require("onnxruntime")
 
 
 class OrtRunner(FileRunner):

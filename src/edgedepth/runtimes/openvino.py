@@ -13,15 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import EdgedepthError
+from ..extras import require
 from . import FileRunner, default_output_names
 
 
 def _ov():
-    try:
-        import openvino
-    except ImportError:
-        raise EdgedepthError("openvino is not installed (pip install openvino; pinned in requirements.txt)") from None
-    return openvino
+    return require("openvino")
 
 
 class OpenVINORunner(FileRunner):

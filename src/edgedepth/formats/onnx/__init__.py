@@ -76,13 +76,10 @@ _ONNX_DTYPES = {1: "float32", 10: "float16", 11: "float64", 7: "int64", 6: "int3
 
 
 def _need(module: str, what: str):
-    """Import an optional runtime; a missing one is a one-line error naming the pip package."""
-    import importlib
+    """Import an optional runtime; a missing one is a one-line error naming the extra that brings it."""
+    from ...extras import require
 
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise EdgedepthError(f"{what} is not installed (pip install {what}; pinned in requirements.txt)") from None
+    return require(module)
 
 
 def _load(path: str):

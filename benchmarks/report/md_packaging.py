@@ -1,0 +1,63 @@
+"""BENCHMARKS.md sections for where users get edgedepth and its files: the wheel (wheel_path.json), the Python versions
+the pins resolve on (python_versions.json) and predict on a dynamic ONNX file (predict_dynamic.json)."""
+
+from __future__ import annotations
+
+from md_common import load
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def section_wheel(L: list[str]) -> None:
+    r = load("wheel_path.json")
+    if not r:
+        return
+    w = r["wheel"]
+    L += ["## The wheel: what it carries, the newcomer path", "",
+          f"`benchmarks/wheel_path.py`, one run on {r['cpu']} ({r['cores']} cores, Python {r['python']}, "
+          f"{r['date']}, commit {r['commit']}). Method: {r['method']}", "",
+          f"`{w['name']}`: {_mb(w['bytes'])} (sdist `{r['sdist']['name']}`: {_mb(r['sdist']['bytes'])}).", "",
+          "| part | files | bytes | in the wheel (compressed) |", "|---|---|---|---|"]
+    for p in w["parts"]:
+        L.append(f"| {p['part']} | {p['files']} | {_mb(p['bytes'])} | {_mb(p['compressed_bytes'])} |")
+    L += ["", "| step | seconds | exit |", "|---|---|---|"]
+    for s in r["steps"]:
+        L.append(f"| {s['step']} | {s['seconds']:.1f} | {s['exit']} |")
+    serve = r["steps"][-1]
+    L += ["", f"`publish --dry-run` listed {r['published_files']} files; `serve` answered the page "
+          f"({serve['page_bytes']} bytes) and a LiteRT.js wasm ({_mb(serve['wasm_bytes'])}) from the wheel, with "
+          + (f"these notes: {'; '.join(serve['notes'])}" if serve["notes"] else "no missing-runtime note") + ".", ""]
+
+
+def section_python_versions(L: list[str]) -> None:
+    r = load("python_versions.json")
+    if not r:
+        return
+    L += ["## Python versions the pinned stack installs on", "",
+          f"`benchmarks/python_versions.py` ({r['date']}, pip {r['pip']}, commit {r['commit']}). Method: "
+          f"{r['method']}. pyproject.toml's Requires-Python is the resolving range (tests/test_packaging.py).", "",
+          "| Python | resolves | packages | why not |", "|---|---|---|---|"]
+    for row in r["rows"]:
+        L.append(f"| {row['python']} | {'yes' if row['resolves'] else '**no**'} | {row['packages'] or '–'} | "
+                 f"{row.get('why_not', '–')} |")
+    L.append("")
+
+
+def section_predict_dynamic(L: list[str]) -> None:
+    r = load("predict_dynamic.json")
+    if not r:
+        return
+    L += ["## predict on the dynamic ONNX file: each photo at upstream's size", "",
+          f"`benchmarks/predict_dynamic.py` on release `{r['release']}` ({r['checkpoint']}, `onnx/model.onnx` "
+          f"sha256 `{r['onnx_sha256'][:16]}…`), {r['cpu']}, {r['date']}, commit {r['commit']}. Method: "
+          f"{r['method']}", "",
+          "| photo | H×W | snippet's size | now: rel-L2 vs the card's snippet | at the recorded size | FP32 noise |",
+          "|---|---|---|---|---|---|"]
+    for row in r["rows"]:
+        rec = "×".join(map(str, row["recorded_hxw"]))
+        L.append(f"| {row['photo']} | {row['photo_hxw'][0]}×{row['photo_hxw'][1]} | "
+                 f"{row['snippet_hxw'][0]}×{row['snippet_hxw'][1]} | {row['rel_l2_now']:.1e} | "
+                 f"{row['rel_l2_fixed_size']:.3f} ({rec}) | {row['fp32_noise_rel_l2']:.1e} |")
+    L.append("")
