@@ -1,9 +1,11 @@
 """Which Python versions the pinned stack installs on: pip's resolver, per version, over requirements.txt with every
 transitive pin of constraints.txt, binary wheels only, nothing installed (``pip install --dry-run --python-version``).
 
-    .venv/bin/python benchmarks/python_versions.py [--versions 3.10,3.11,3.12,3.13,3.14] [--out results/python_versions.json]
+    .venv/bin/python benchmarks/python_versions.py [--versions 3.10,...,3.14] [--platforms macosx_14_0_arm64,...]
+        [--out results/python_versions.json]
 
-pyproject.toml's Requires-Python is the widest range that resolves here (tests/test_packaging.py checks the two agree).
+The same resolve for Python 3.11 on other operating systems and CPUs (``--platform``) says what a user there would
+meet.  pyproject.toml's Requires-Python is the widest range that resolves here (tests/test_packaging.py checks the two agree).
 Two adjustments, both stated in the record: torch's local ``+cpu`` tag is dropped (the CPU wheel on these machines'
 disk is cp311 only; the registry's torch==2.13.0 is the same release), and antlr4-python3-runtime 4.9.3 (omegaconf's
 dependency, published as an sdist only) is given as a pure-Python wheel built from that sdist, since a resolver for
@@ -46,7 +48,8 @@ def _reason(stderr: str) -> str:
     if caused and all(pins):        # only the pins themselves: that release does not take this Python
         name, version = pins[0].groups()
         need = re.search(rf"(?:^|[:;] ){re.escape(version)} (Requires-Python [^;]+)", ignored)
-        caused = [f"{name}=={version} is not made for this Python" + (f" ({need.group(1)})" if need else "")]
+        caused = [f"{name}=={version} has no wheel for this Python and platform"
+                  + (f" ({need.group(1)})" if need else "")]
     text = "; ".join(caused) or (errors[0] if errors else lines[-1] if lines else "?")
     return text.replace(ROOT + os.sep, "")
 
@@ -56,6 +59,8 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--versions", default="3.10,3.11,3.12,3.13,3.14")
+    ap.add_argument("--platforms", default="macosx_14_0_arm64,win_amd64,manylinux_2_28_aarch64",
+                    help="other operating systems / CPUs, each resolved for Python 3.11 (the tested one)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "python_versions.json"))
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,16 +74,19 @@ def main(argv=None) -> int:
         r = _pip("wheel", "-q", "--no-deps", f"antlr4-python3-runtime=={antlr}", "-w", wheels)
         if r.returncode:
             raise SystemExit(f"cannot build the antlr4-python3-runtime wheel: {_reason(r.stderr)}")
-        rows = []
-        for v in args.versions.split(","):
-            r = _pip("install", "--dry-run", "--ignore-installed", "--target", os.path.join(tmp, "t" + v),
-                     "--python-version", v, "--only-binary=:all:", "--find-links", wheels,
+        def resolve(key: dict, *target) -> dict:
+            r = _pip("install", "--dry-run", "--ignore-installed", "--target", os.path.join(tmp, "t"), *target,
+                     "--only-binary=:all:", "--find-links", wheels,
                      "-r", os.path.join(ROOT, "requirements.txt"), "-c", constraints)
             would = next((l for l in r.stdout.splitlines() if l.startswith("Would install")), "")
-            rows.append({"python": v, "resolves": r.returncode == 0,
-                         "packages": len(would.split()) - 2 if would else 0,
-                         **({} if r.returncode == 0 else {"why_not": _reason(r.stdout + "\n" + r.stderr)})})
-            print(f"Python {v}: {'resolves' if r.returncode == 0 else 'no: ' + rows[-1]['why_not']}", flush=True)
+            row = {**key, "resolves": r.returncode == 0, "packages": len(would.split()) - 2 if would else 0,
+                   **({} if r.returncode == 0 else {"why_not": _reason(r.stdout + "\n" + r.stderr)})}
+            print(f"{key}: {'resolves' if r.returncode == 0 else 'no: ' + row['why_not']}", flush=True)
+            return row
+
+        rows = [resolve({"python": v}, "--python-version", v) for v in args.versions.split(",")]
+        platforms = [resolve({"platform": p, "python": "3.11"}, "--python-version", "3.11", "--platform", p)
+                     for p in args.platforms.split(",") if p]
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     record = {"what": "Python versions the pinned stack (requirements.txt + constraints.txt) resolves on, binary wheels",
@@ -86,7 +94,8 @@ def main(argv=None) -> int:
                         "-c constraints.txt (torch's +cpu tag dropped; antlr4-python3-runtime as a wheel built "
                         "from its sdist); a resolve, not a test run: CI tests Python 3.11 only",
               "date": datetime.date.today().isoformat(), "commit": commit,
-              "machine": platform.machine(), "pip": _pip("--version").stdout.split()[1], "rows": rows}
+              "machine": platform.machine(), "pip": _pip("--version").stdout.split()[1], "rows": rows,
+              "platforms": platforms}
     write_bytes_atomic(args.out, (json.dumps(record, indent=2) + "\n").encode())
     print(f"wrote {args.out}")
     return 0

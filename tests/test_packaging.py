@@ -86,12 +86,16 @@ def test_wheel_and_sdist_carry_the_bundle(installed_wheel):
     assert set(expected) <= in_sdist and {"setup.py", "pyproject.toml", "LICENSE", "README.md"} <= in_sdist
     # the installed package serves the bundled page and finds the bundled recipe, nowhere else
     code = ("import edgedepth.resources as r, edgedepth.serve as s, edgedepth.release.recipe as c; "
-            "print(r.installed(), s.web_dir(), c.default_recipe())")
+            "print(r.installed(), s.web_dir(), c.default_recipe(), c.recipe_path('depth-anything-3-small'))")
     r = subprocess.run([str(installed_wheel.venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
                        cwd=installed_wheel.home, env=installed_wheel.env(), timeout=120)
     assert r.returncode == 0, r.stderr
-    installed, web, recipe = r.stdout.split()
-    assert installed == "True" and web.startswith(str(installed_wheel.venv)) and recipe.startswith(str(installed_wheel.venv))
+    installed, *paths = r.stdout.split()
+    assert installed == "True" and all(p.startswith(str(installed_wheel.venv)) for p in paths), paths
+    # a recipe by a name it does not carry: one line listing the names it does
+    r = installed_wheel.run("release", "--recipe", "depth-anything-v2-smal", "--out", installed_wheel.home / "x")
+    assert_one_line_error(r, "no recipe named 'depth-anything-v2-smal'", "depth-anything-3-small, ")
+    assert not (installed_wheel.home / "x").exists()
 
 
 def test_metadata_pins_every_dependency(installed_wheel):

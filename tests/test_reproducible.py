@@ -95,12 +95,13 @@ def test_golden_check_names_every_kind_of_difference(tmp_path):
 
 
 def test_every_file_of_the_synthetic_release_has_a_golden():
-    """Goldens for every file the recipe builds: all sizes, FP16, the WebGPU file, ExecuTorch, ONNX, card, licence."""
+    """Goldens for every file the recipe builds: all sizes, FP16, the WebGPU file, ExecuTorch, ONNX, card, licence,
+    the Git LFS routing."""
     golden = GOLDEN[record.FULL_SECTION]["sha256"]
     sizes = ["518x686", "686x518", "518x518", "392x518", "252x252", "224x224"]
     stem = "depth_anything_v2_small_"
     want = {f"{stem}{s}_{p}.tflite" for s in sizes for p in ("fp32", "fp16", "int8")}
     want |= {f"{stem}518x686_fp16_u8in.tflite", f"{stem}224x224_xnnpack_fp32.pte", f"{stem}224x224_webgpu_fp32.pte",
              "onnx/model.onnx", "onnx/model_fp16.onnx", "onnx/model_quantized.onnx", "config.json",
-             "preprocessor_config.json", "manifest.json", "README.md", "LICENSE", "NOTICE"}
+             "preprocessor_config.json", "manifest.json", "README.md", "LICENSE", "NOTICE", ".gitattributes"}
     assert set(golden) == want

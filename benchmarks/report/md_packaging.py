@@ -42,6 +42,13 @@ def section_python_versions(L: list[str]) -> None:
     for row in r["rows"]:
         L.append(f"| {row['python']} | {'yes' if row['resolves'] else '**no**'} | {row['packages'] or '–'} | "
                  f"{row.get('why_not', '–')} |")
+    if r.get("platforms"):
+        L += ["", "The same resolve for Python 3.11 on other operating systems and CPUs (`--platform`; binary wheels "
+              "only, so a package published only as an sdist there would need a compiler):", "",
+              "| platform | resolves | packages | why not |", "|---|---|---|---|"]
+        for row in r["platforms"]:
+            L.append(f"| `{row['platform']}` | {'yes' if row['resolves'] else '**no**'} | {row['packages'] or '–'} | "
+                     f"{row.get('why_not', '–')} |")
     L.append("")
 
 
