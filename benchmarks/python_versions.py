@@ -4,8 +4,8 @@ transitive pin of constraints.txt, binary wheels only, nothing installed (``pip 
     .venv/bin/python benchmarks/python_versions.py [--versions 3.10,...,3.14] [--platforms macosx_14_0_arm64,...]
         [--out results/python_versions.json]
 
-The same resolve for Python 3.11 on other operating systems and CPUs (``--platform``) says what a user there would
-meet.  pyproject.toml's Requires-Python is the widest range that resolves here (tests/test_packaging.py checks the two agree).
+For other operating systems and CPUs (``--platform``, Python 3.11): which direct pins have no wheel there, each pin
+checked alone (pip evaluates markers for the machine it runs on, so a full resolve for another OS would mislead).  pyproject.toml's Requires-Python is the widest range that resolves here (tests/test_packaging.py checks the two agree).
 Two adjustments, both stated in the record: torch's local ``+cpu`` tag is dropped (the CPU wheel on these machines'
 disk is cp311 only; the registry's torch==2.13.0 is the same release), and antlr4-python3-runtime 4.9.3 (omegaconf's
 dependency, published as an sdist only) is given as a pure-Python wheel built from that sdist, since a resolver for
@@ -54,6 +54,23 @@ def _reason(stderr: str) -> str:
     return text.replace(ROOT + os.sep, "")
 
 
+def _wheels_for(plat: str, tmp: str) -> dict:
+    """Which of requirements.txt's direct pins have a binary wheel for Python 3.11 on ``plat`` (each alone, no
+    dependencies: pip evaluates environment markers for the machine it runs on, not for ``--platform``, so a full
+    resolve for another OS would follow Linux-only markers)."""
+    missing = []
+    for line in open(os.path.join(ROOT, "requirements.txt")):
+        pin = line.split("#")[0].strip()
+        if not pin:
+            continue
+        r = _pip("install", "--dry-run", "--no-deps", "--ignore-installed", "--target", os.path.join(tmp, "w"),
+                 "--python-version", "3.11", "--platform", plat, "--only-binary=:all:", pin)
+        if r.returncode:
+            missing.append(pin)
+    print(f"{plat}: no wheel for {', '.join(missing) or 'none'}", flush=True)
+    return {"platform": plat, "python": "3.11", "direct_pins_without_a_wheel": missing}
+
+
 def main(argv=None) -> int:
     from edgedepth.fsutil import write_bytes_atomic
 
@@ -85,8 +102,7 @@ def main(argv=None) -> int:
             return row
 
         rows = [resolve({"python": v}, "--python-version", v) for v in args.versions.split(",")]
-        platforms = [resolve({"platform": p, "python": "3.11"}, "--python-version", "3.11", "--platform", p)
-                     for p in args.platforms.split(",") if p]
+        platforms = [_wheels_for(p, tmp) for p in args.platforms.split(",") if p]
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     record = {"what": "Python versions the pinned stack (requirements.txt + constraints.txt) resolves on, binary wheels",

@@ -43,12 +43,12 @@ def section_python_versions(L: list[str]) -> None:
         L.append(f"| {row['python']} | {'yes' if row['resolves'] else '**no**'} | {row['packages'] or '–'} | "
                  f"{row.get('why_not', '–')} |")
     if r.get("platforms"):
-        L += ["", "The same resolve for Python 3.11 on other operating systems and CPUs (`--platform`; binary wheels "
-              "only, so a package published only as an sdist there would need a compiler):", "",
-              "| platform | resolves | packages | why not |", "|---|---|---|---|"]
+        L += ["", "Other operating systems and CPUs, Python 3.11: which direct pins of requirements.txt have no binary "
+              "wheel there (each checked alone with `--platform`: pip evaluates dependency markers for the machine it "
+              "runs on, so a full resolve for another OS is not trustworthy):", "",
+              "| platform | pins without a wheel |", "|---|---|"]
         for row in r["platforms"]:
-            L.append(f"| `{row['platform']}` | {'yes' if row['resolves'] else '**no**'} | {row['packages'] or '–'} | "
-                     f"{row.get('why_not', '–')} |")
+            L.append(f"| `{row['platform']}` | {', '.join(row['direct_pins_without_a_wheel']) or 'none'} |")
     L.append("")
 
 
