@@ -29,6 +29,7 @@ import sys
 import tempfile
 
 import numpy as np
+from lib.machine import cpu_name
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -104,7 +105,7 @@ def main(argv=None) -> int:
               "method": __doc__.split("\n\n", 2)[2].strip().replace("\n", " "),
               "release": m["name"], "checkpoint": m["provenance"]["checkpoint"]["name"],
               "onnx_sha256": next(f["sha256"] for f in m["files"] if f["path"] == "onnx/model.onnx"),
-              "date": datetime.date.today().isoformat(), "commit": commit, "cpu": _cpu(),
+              "date": datetime.date.today().isoformat(), "commit": commit, "cpu": cpu_name(),
               "machine": platform.machine(), "rows": rows}
     write_bytes_atomic(args.out, (json.dumps(record, indent=2) + "\n").encode())
     print(f"wrote {args.out}")
@@ -121,13 +122,6 @@ def _at(onnx: str, img, size: tuple[int, int]) -> np.ndarray:
         return np.asarray(runner.run(model_input(img, size, "float32")), np.float32).reshape(size)
     finally:
         runner.close()
-
-
-def _cpu() -> str:
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import time
 import urllib.request
 import zipfile
 
+from lib.machine import cpu_name
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TINY = ["--model", "synthetic-tiny", "--sizes", "28x42", "--parity-images", "2", "--quiet"]
@@ -116,7 +118,7 @@ def main(argv=None) -> int:
                       "notes": [l for l in notes.splitlines() if "note:" in l]})
         record = {"what": "the newcomer path from the wheel: what it carries, how long each step takes",
                   "method": __doc__.split("\n\n", 2)[2].strip().replace("\n", " "),
-                  "date": datetime.date.today().isoformat(), "cpu": _cpu(), "cores": os.cpu_count(),
+                  "date": datetime.date.today().isoformat(), "cpu": cpu_name(), "cores": os.cpu_count(),
                   "machine": platform.machine(), "python": platform.python_version(), "version": version,
                   "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                                            text=True).stdout.strip(),
@@ -127,13 +129,6 @@ def main(argv=None) -> int:
     write_bytes_atomic(args.out, (json.dumps(record, indent=2) + "\n").encode())
     print(f"wrote {args.out}")
     return 0
-
-
-def _cpu() -> str:
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 if __name__ == "__main__":
