@@ -20,12 +20,19 @@ STAGE_TIMEOUT_S = 600           # generous: waiting for a stage to start is not 
 OUR_LINES = ("edgedepth: ", "WARNING: synthetic weights")
 
 
+def _hangup_default() -> None:
+    """The child's SIGHUP at its default, whatever this process inherited: a test suite started under ``nohup``
+    passes SIGHUP ignored to every child, and an ignored SIGHUP is meant to stay ignored
+    (test_an_ignored_signal_stays_ignored)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 class _Child:
     """``python -m edgedepth ARGS`` with its stderr collected as it comes (the progress bar names each stage)."""
 
     def __init__(self, *args):
         self.proc = subprocess.Popen([sys.executable, "-m", "edgedepth", *map(str, args)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_hangup_default)
         self.err = bytearray()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -118,7 +125,8 @@ def test_swallowed_interrupt_still_ends_the_work(where, sig):
     """D10: an interrupt (Ctrl-C, SIGTERM, SIGHUP) raised where Python or a library drops it (a gc callback, as JAX's
     during conversion; a bare ``except``) still ends the work, with 128 + its number: delivered again outside the
     callback, or raised by ``interrupt.check``."""
-    r = subprocess.run([sys.executable, "-c", _SWALLOWED, where, sig], capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, "-c", _SWALLOWED, where, sig], capture_output=True, text=True, timeout=600,
+                       preexec_fn=_hangup_default)
     signum = int(getattr(signal, sig))
     assert (r.returncode, r.stdout.split()) == (128 + signum, ["interrupted", str(signum)]), r.stdout + r.stderr
     assert "Exception ignored" not in r.stderr, r.stderr
