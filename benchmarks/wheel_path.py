@@ -21,12 +21,12 @@ import platform
 import re
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 import urllib.request
 import zipfile
 
+from lib import wheel as wheel_lib
 from lib.machine import cpu_name
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -73,21 +73,16 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         dist, venv, home = (os.path.join(tmp, n) for n in ("dist", "venv", "home"))
         os.mkdir(home)
-        _timed(steps, "python -m build (sdist, wheel from it)",
-               [sys.executable, "-m", "build", "--no-isolation", "--outdir", dist, ROOT])
+        _timed(steps, "python -m build (sdist, wheel from it)", wheel_lib.build_command(ROOT, dist))
         wheel = next(os.path.join(dist, n) for n in os.listdir(dist) if n.endswith(".whl"))
         sdist = next(os.path.join(dist, n) for n in os.listdir(dist) if n.endswith(".tar.gz"))
-        _timed(steps, "python -m venv (fresh, outside the repo)", [sys.executable, "-m", "venv", venv])
-        py, exe = os.path.join(venv, "bin", "python"), os.path.join(venv, "bin", "edgedepth")
-        purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                 capture_output=True, text=True, check=True).stdout.strip()
-        with open(os.path.join(purelib, "_edgedepth_dependencies.pth"), "w") as f:
-            f.write(sysconfig.get_paths()["purelib"] + "\n")
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EDGEDEPTH_WEB_DIR")}
-        env.update(PATH=os.path.join(venv, "bin") + os.pathsep + env.get("PATH", ""), VIRTUAL_ENV=venv)
-        kw = {"cwd": home, "env": env}
-        _timed(steps, "pip install --no-deps the wheel", [py, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                                                          "--ignore-installed", wheel], **kw)
+        t = time.perf_counter()
+        wheel_lib.make_venv(venv)
+        steps.append({"step": "python -m venv (fresh, outside the repo)", "seconds": round(time.perf_counter() - t, 2),
+                      "exit": 0})
+        exe = os.path.join(venv, "bin", "edgedepth")
+        kw = {"cwd": home, "env": wheel_lib.user_env(venv)}
+        _timed(steps, "pip install --no-deps the wheel", wheel_lib.install_command(venv, wheel), **kw)
         version = _timed(steps, "edgedepth --version", [exe, "--version"], **kw).stdout.strip()
         rel = os.path.join(home, "depth-anything-v2-small-edgedepth")
         _timed(steps, "edgedepth release (default recipe, tiny)", [exe, "release", "--out", rel, *TINY], **kw)

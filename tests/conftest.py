@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import ctypes
 import os
 import pathlib
@@ -314,10 +315,8 @@ class InstalledWheel:
         return next(self.dist.glob("edgedepth-*.tar.gz"))
 
     def env(self, **extra) -> dict:
-        """The user's environment: the venv's bin first, nothing pointing into the repository."""
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EDGEDEPTH_WEB_DIR", "VIRTUAL_ENV")}
-        return {**env, "PATH": f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", "VIRTUAL_ENV": str(self.venv),
-                **extra}
+        """The user's environment (benchmarks/lib/wheel.py ``user_env``) plus ``extra``."""
+        return {**_wheel_lib().user_env(str(self.venv)), **extra}
 
     def run(self, *args, timeout=900, **env_extra) -> subprocess.CompletedProcess:
         """``edgedepth ARGS`` (the wheel's console script) in ``home``."""
@@ -325,28 +324,24 @@ class InstalledWheel:
                               text=True, timeout=timeout, cwd=self.home, env=self.env(**env_extra))
 
 
-def install_wheel(tmp) -> InstalledWheel:
-    """``python -m build`` (sdist, then the wheel from the sdist, as PyPI users get them; no isolation: this venv's
-    pinned setuptools, offline), then a fresh venv outside the repository with the wheel installed by pip.  Its
-    dependencies are this venv's site-packages, on its path by a .pth line (the same pinned versions, not downloaded
-    again; their .pth files, among them the checkout's editable install, are not read): ``import edgedepth`` there is
-    the wheel's copy only."""
-    import sysconfig
+@functools.cache
+def _wheel_lib():
+    return benchmark_module("lib/wheel")
 
+
+def install_wheel(tmp) -> InstalledWheel:
+    """The sdist and wheel built, and the wheel installed into a fresh venv outside the repository, as
+    benchmarks/lib/wheel.py does it (one way, for this test and benchmarks/wheel_path.py)."""
+    wheel_lib = _wheel_lib()
     tmp = pathlib.Path(tmp)
     dist, venv, home = tmp / "dist", tmp / "venv", tmp / "home"
     home.mkdir()
-    r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), ROOT],
-                       capture_output=True, text=True, timeout=900)
+    r = subprocess.run(wheel_lib.build_command(ROOT, str(dist)), capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    py = venv / "bin" / "python"
-    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    pathlib.Path(purelib, "_edgedepth_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    wheel_lib.make_venv(str(venv))
     w = InstalledWheel(dist, venv, home)
-    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
-                        str(w.wheel)], capture_output=True, text=True, timeout=600, env=w.env())
+    r = subprocess.run(wheel_lib.install_command(str(venv), str(w.wheel)), capture_output=True, text=True,
+                       timeout=600, env=w.env())
     assert r.returncode == 0, r.stderr[-3000:]
     return w
 
