@@ -68,3 +68,24 @@ def section_predict_dynamic(L: list[str]) -> None:
                  f"{row['snippet_hxw'][0]}×{row['snippet_hxw'][1]} | {row['rel_l2_now']:.1e} | "
                  f"{row['rel_l2_fixed_size']:.3f} ({rec}) | {row['fp32_noise_rel_l2']:.1e} |")
     L.append("")
+
+
+def section_finetune_formats(L: list[str]) -> None:
+    r = load("finetune_formats.json")
+    if not r:
+        return
+    L += ["## Your own checkpoint: every format it may come in", "",
+          f"`benchmarks/finetune_formats.py`, {r['cpu']} ({r['cores']} cores), {r['date']}, commit {r['commit']}. "
+          f"Method: {r['method']}.", "",
+          "| base | format | file | load, first / warm s | same state dict | LiteRT FP32 file (SHA-256) | "
+          "pooled rel-L2 vs PyTorch | PyTorch FP32 vs float64 |", "|---|---|---|---|---|---|---|---|"]
+    for b in r["bases"]:
+        for row in b["rows"]:
+            L.append(f"| {b['base']} ({b['size']}) | {row['format']} | `{row['file_name']}` | "
+                     f"{row['load_first_s']:.2f} / {row['load_warm_median_s']:.2f} | "
+                     f"{'yes' if row['same_state_dict'] else '**no**'} | `{row['exported_sha256'][:12]}…` | "
+                     f"{row['pooled_rel_l2']:.1e} | {row['pytorch_fp32_vs_float64']:.1e} |")
+        L.append("")
+        L.append(f"{b['base']}: the files exported from every format are "
+                 + ("byte-identical." if b["byte_identical_files"] else "**not** byte-identical.") + "")
+        L.append("")

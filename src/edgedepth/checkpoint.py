@@ -25,7 +25,8 @@ from torch import nn
 from .errors import EdgedepthError
 from .fsutil import open_input, regular_file
 from .models import (DEFAULT_HF_ID, DEFAULT_MODEL, DEFAULT_REVISION, MEMBERS, SYNTHETIC, Checkpoint,  # noqa: F401
-                     config_hints, encoder_layers, family_of_config, family_of_hub_id, family_of_synthetic)
+                     config_hints, encoder_layers, family_of_config, family_of_hub_id, family_of_synthetic, file_hints,
+                     load_file)
 from .variants import register_variant, split_variant  # noqa: F401  (register_variant: re-exported for callers)
 
 SYNTHETIC_SEED = 0
@@ -57,10 +58,15 @@ def _folder_family(folder: str):
     return family
 
 
-def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False) -> Checkpoint:
+def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False, max_depth=None) -> Checkpoint:
     """Load a family member by short name (``metric-indoor-small`` = its hub id, pinned where known), ``HF_ID[@REV]``,
-    a local HF folder, or a synthetic stand-in (``edgedepth.models.SYNTHETIC``); ``synthetic...<suffix>`` for a
-    registered variant suffix (``edgedepth.variants``, e.g. ``-fp16-stress`` from ``edgedepth.fp16``)."""
+    a local HF folder, a checkpoint file (:func:`edgedepth.models.load_file`: the official Depth Anything V2
+    ``.pth``), or a synthetic stand-in (``edgedepth.models.SYNTHETIC``); ``synthetic...<suffix>`` for a registered
+    variant suffix (``edgedepth.variants``, e.g. ``-fp16-stress`` from ``edgedepth.fp16``).  ``max_depth``: a
+    checkpoint file's head where its name does not say it (metres of a metric head, or "relative")."""
+    if max_depth is not None and not _names_a_file(spec):
+        raise EdgedepthError(f"max_depth applies to a .pth/.safetensors checkpoint file, not to {spec!r} (a folder's "
+                             "config.json has max_depth; a member, hub id or stand-in has its own head)", option="max_depth")
     if spec in MEMBERS and not os.path.isdir(spec):
         m = MEMBERS[spec]
         spec = f"{m.hub_id}@{m.revision}" if m.revision else m.hub_id
@@ -78,14 +84,24 @@ def load_checkpoint(spec: str = DEFAULT_MODEL, *, quiet: bool = False) -> Checkp
         return _folder_family(spec).load_pretrained(spec, None, "local")
     if os.path.lexists(spec):
         regular_file(spec, "model")     # a FIFO, device or /proc file: says what it is
-        raise EdgedepthError(f"model {spec!r}: expected a checkpoint (HF_ID[@REV], a folder, synthetic), not a file",
-                             option="model")
+        ckpt = load_file(spec, max_depth)
+        if ckpt is None:
+            raise EdgedepthError(f"model {spec!r}: expected a checkpoint (HF_ID[@REV], a folder, synthetic, or "
+                                 f"{file_hints()}), not this file", option="model")
+        return ckpt
     hf_id, _, rev = spec.partition("@")
     if hf_id.count("/") != 1:
         raise EdgedepthError(
             f"model {spec!r}: not a folder, not a synthetic name ({', '.join(SYNTHETIC)}), and not a hub id of the form "
             "OWNER/NAME[@REV]", option="model")
     return family_of_hub_id(hf_id).load_pretrained(hf_id, rev or None, "hf")
+
+
+def _names_a_file(spec: str) -> bool:
+    """Whether :func:`load_checkpoint` reads ``spec`` as a checkpoint file (not a member, stand-in or folder)."""
+    if (spec in MEMBERS and not os.path.isdir(spec)) or spec in SYNTHETIC or split_variant(spec)[0] in SYNTHETIC:
+        return False
+    return os.path.lexists(spec) and not os.path.isdir(spec)
 
 
 def state_dict_digest(model: nn.Module) -> str:

@@ -42,6 +42,13 @@ from .verify.validate import validate
 # Lazy below: edgedepth.checkpoint, .rewrites and .runtimes.torch import torch (~1 s); the CLI starts without it.
 
 
+def _max_depth(args):
+    """``--max-depth``, checked: metres (a positive number), "relative", or None."""
+    from .models.base import checked_max_depth
+
+    return None if args.max_depth is None else checked_max_depth(args.max_depth, "--max-depth")
+
+
 def cmd_export(args) -> int:
     check_export_dir(args.out)          # never into a release folder: its files would no longer match it
     with made_dir(args.out):      # checks the folder is writable; a failed export leaves no empty folder behind
@@ -70,7 +77,7 @@ def _export(args) -> int:
     fmt.check_options(precisions, options)
     with Stages(1 + fmt.export_stages(precisions, options), enabled=not args.quiet) as stages:
         stages.start(f"load {args.model}")
-        ckpt = load_checkpoint(args.model)
+        ckpt = load_checkpoint(args.model, max_depth=_max_depth(args))
         files = formats.export(ckpt.model, *size, args.out, target_name=args.target, precisions=precisions,
                                rewrites=() if args.plain else "default", verbose=args.verbose, progress=stages.start,
                                stem=ckpt.file_stem, **options)
@@ -116,7 +123,7 @@ def cmd_inspect(args) -> int:
     return 0
 
 
-def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
+def _runner_for(model: str, backend: str, size_text: str | None, threads: int, max_depth=None):
     """A model file (any registered format) -> its runtime; anything else is a checkpoint -> PyTorch eager (CPU).
     Returns (runner, family member or None): the member says whether the output is metres.  ``size_text``: a
     checkpoint's size, or the size to run a dynamic-size .onnx at (any other file must already have it); without it a
@@ -138,7 +145,7 @@ def _runner_for(model: str, backend: str, size_text: str | None, threads: int):
     if backend != REFERENCE_BACKEND:
         raise EdgedepthError(f"--backend {backend} needs a model file; a checkpoint runs in PyTorch on the CPU")
     size = parse_size(size_text) if size_text else DEFAULT_SIZE
-    ckpt = load_checkpoint(model)
+    ckpt = load_checkpoint(model, max_depth=max_depth)
     # DA3: its confidence or sky too (predict)
     return TorchRunner(DepthModule(ckpt.model, ckpt.outputs), size, threads), ckpt.member
 
@@ -176,7 +183,7 @@ def cmd_predict(args) -> int:
     with made_dir(args.output):     # a failed run leaves no empty folder behind
         validate_inputs(args.images, args.output, args.max_pixels, raw=args.raw,     # before a possibly slow
                         overwrite=args.overwrite)                                   # model load
-        runner, member = _runner_for(args.model, args.backend, args.size, args.threads)
+        runner, member = _runner_for(args.model, args.backend, args.size, args.threads, _max_depth(args))
         max_depth = member.max_depth if member and member.is_metric else None
         desc = f"predict ({runner.name}{', metres' if max_depth else ''})"
         with tqdm(total=len(args.images), file=sys.stderr, disable=args.quiet, desc=desc) as bar:
@@ -211,7 +218,7 @@ def cmd_validate(args) -> int:
             raise EdgedepthError(f"{a.name}: a {a.format.suffix} file runs on --backend "
                                  f"{', '.join(a.format.backends)}, not {', '.join(backends)}")
     items = image_set(args.images, args.limit, args.max_pixels)
-    ckpt = load_checkpoint(args.model)
+    ckpt = load_checkpoint(args.model, max_depth=_max_depth(args))
     check_made_from([a.path for a in artifacts], ckpt.member, args.model)
     total = sum(len(set(backends) & set(a.format.backends)) for a in artifacts) * len(items)
     with tqdm(total=total, file=sys.stderr, disable=args.quiet, desc="validate", unit="img") as bar:
@@ -222,6 +229,11 @@ def cmd_validate(args) -> int:
         "image_set": {"source": args.images or "default", "count": len(items), "sha256": image_set_hash(items)},
         "environment": environment(args.threads), "results": results,
     }
+    if args.worst:          # each file's worst photo, side by side
+        from .verify.worst import worst_report
+
+        report["worst"] = worst_report(results, artifacts, DepthModule(ckpt.model, ckpt.outputs), items, args.worst,
+                                       threads=args.threads)
     _write_or_print_json(args.json, records.with_records(report, args.json))   # records: what a release reads
     if args.plot:
         parity_plot(report, args.plot)
@@ -278,12 +290,24 @@ def cmd_release(args) -> int:
     check_out_dir(args.out, force=args.force)    # refusals before any work (build checks again, under its lock)
     recipe = load_recipe(args.recipe).with_overrides(
         model=args.model, sizes=None if args.sizes is None else args.sizes.split(","),
-        parity_images=args.parity_images)
+        parity_images=args.parity_images, name=args.name, base_model=args.base_model, images=args.images,
+        max_depth=args.max_depth)
+    if recipe.parity_folder and recipe.parity_images != 0:
+        image_set(recipe.parity_folder)     # every photo checked from its header before anything slow
     with Stages(stage_count(recipe, gpu_check=not args.no_gpu_check), enabled=not args.quiet) as s:
         m = build(recipe, args.out, gpu_check=not args.no_gpu_check, progress=s.start, force=args.force)
     for f in m["files"]:
         print(f"{f['path']}  {f['bytes'] / 1e6:8.1f} MB  {f['sha256'][:16]}…")
     print(f"release folder: {args.out} (verify with: edgedepth verify {args.out})")
+    return 0
+
+
+def cmd_recipe_new(args) -> int:
+    from .release.newrecipe import new_recipe
+
+    text = new_recipe(args.model, file=args.file, name=args.name, base_model=args.base_model,
+                      max_depth=_max_depth(args), images=args.images if args.images is not None else 8)
+    sys.stdout.write(text)
     return 0
 
 
@@ -350,6 +374,7 @@ class _Options:
     as_json: argparse.ArgumentParser
     threads: argparse.ArgumentParser
     max_pixels: argparse.ArgumentParser
+    max_depth: argparse.ArgumentParser
     model_help: str
     size_default: str
 
@@ -374,14 +399,20 @@ def _options() -> _Options:
     max_pixels.add_argument("--max-pixels", type=_whole(1), default=MAX_PIXELS, metavar="N",
                             help="refuse photos of more than N pixels, from their header, before decoding "
                                  "(default: %(default)s = 120 megapixels)")
-    model_help = (f"a family member ({', '.join(MEMBERS)}), HF_ID[@REV], a local HF folder, or a synthetic stand-in "
+    max_depth = argparse.ArgumentParser(add_help=False)
+    max_depth.add_argument("--max-depth", default=None, metavar="METRES|relative",
+                           help="a .pth/.safetensors checkpoint's head, where its file name does not say it (the "
+                                "official names do): METRES of a metric head, or relative")
+    model_help = (f"a family member ({', '.join(MEMBERS)}), HF_ID[@REV], a local HF folder, a Depth Anything V2 "
+                  f"checkpoint file of the official repository (.pth, .safetensors), or a synthetic stand-in "
                   f"({', '.join(SYNTHETIC)})")
-    return _Options(quiet, verbose, as_json, threads, max_pixels, model_help, f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}")
+    return _Options(quiet, verbose, as_json, threads, max_pixels, max_depth, model_help,
+                    f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}")
 
 
 def _add_export(sub, o: _Options) -> None:
     """export: a checkpoint to .tflite / .pte / .onnx."""
-    e = sub.add_parser("export", parents=[o.quiet, o.verbose],
+    e = sub.add_parser("export", parents=[o.quiet, o.verbose, o.max_depth],
                        help="export a checkpoint to LiteRT .tflite, ExecuTorch .pte or ONNX")
     e.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"{o.model_help} (default: %(default)s)")
@@ -417,7 +448,8 @@ def _add_inspect(sub, o: _Options) -> None:
 
 def _add_predict(sub, o: _Options) -> None:
     """predict: depth maps of photos."""
-    r = sub.add_parser("predict", parents=[o.quiet, o.verbose, o.threads, o.max_pixels], help="depth maps for photos",
+    r = sub.add_parser("predict", parents=[o.quiet, o.verbose, o.threads, o.max_pixels, o.max_depth],
+                       help="depth maps for photos",
                        description="Depth maps for photos: <stem>_depth.png (colour, bright = near). A model with a "
                                    "confidence or sky output (Depth Anything 3's files and checkpoints) also writes "
                                    "<stem>_confidence.png or <stem>_sky.png: grey, min-max per photo, larger = "
@@ -443,7 +475,7 @@ def _add_predict(sub, o: _Options) -> None:
 
 def _add_validate(sub, o: _Options) -> None:
     """validate: parity against the checkpoint."""
-    v = sub.add_parser("validate", parents=[o.quiet, o.verbose, o.as_json, o.threads, o.max_pixels],
+    v = sub.add_parser("validate", parents=[o.quiet, o.verbose, o.as_json, o.threads, o.max_pixels, o.max_depth],
                        help="parity of model files vs their PyTorch checkpoint on natural images")
     v.add_argument("artifacts", nargs="+", metavar="ARTIFACT|DIR")
     v.add_argument("--model", default=DEFAULT_MODEL, help="the checkpoint the files came from (default: %(default)s)")
@@ -453,6 +485,9 @@ def _add_validate(sub, o: _Options) -> None:
     v.add_argument("--images", default=None, help="a folder of your own photos (default: the bundled 110-image set)")
     v.add_argument("--limit", type=_whole(1), default=None, help="use N images (spread over all sources)")
     v.add_argument("--plot", default=None, help="write a PNG histogram of per-image rel-L2")
+    v.add_argument("--worst", default=None, metavar="DIR",
+                   help="write each file's worst image side by side (photo, PyTorch, file, difference) as PNGs "
+                        "into DIR")
     v.add_argument("--strict", action="store_true", help="exit 1 when any backend failed to compile")
     v.set_defaults(func=cmd_validate)
 
@@ -476,20 +511,47 @@ def _add_bench(sub, o: _Options) -> None:
 
 def _add_release(sub, o: _Options) -> None:
     """release: a release folder from a recipe."""
-    rl = sub.add_parser("release", parents=[o.quiet, o.verbose],
+    rl = sub.add_parser("release", parents=[o.quiet, o.verbose, o.max_depth],
                         help="build a release folder from a recipe (files, manifest, card)")
     rl.add_argument("--recipe", default=None,
                     help="recipe file (Python that release executes, like setup.py, so only one you trust) or the name of "
                          "one edgedepth carries, e.g. depth-anything-3-small (default: depth-anything-v2-small, "
                          "edgedepth's own, never a file of the current folder)")
     rl.add_argument("--out", required=True, help="release folder to (re)create")
-    rl.add_argument("--model", default=None, help="override the recipe's checkpoint (e.g. synthetic)")
+    rl.add_argument("--model", default=None,
+                    help="override the recipe's checkpoint (e.g. synthetic, or your own: a folder, a .pth file)")
+    rl.add_argument("--name", default=None,
+                    help="the release's name (its Hub repository's): needed for a checkpoint of your own")
+    rl.add_argument("--base-model", default=None, metavar="OWNER/NAME",
+                    help="the Hub model these files are converted from (your own model's repository), or none")
     rl.add_argument("--sizes", default=None, help="override the recipe's sizes, comma-separated HxW")
-    rl.add_argument("--parity-images", type=int, default=None, help="override the recipe's parity image count (0: none)")
+    rl.add_argument("--images", default=None, metavar="DIR",
+                    help="gate the build on your own photos in DIR (default: the recipe's; the bundled set)")
+    rl.add_argument("--parity-images", type=int, default=None,
+                    help="override the recipe's parity image count (0: none; with --images: at most N of them)")
     rl.add_argument("--no-gpu-check", action="store_true", help="skip the GPU delegation check")
     rl.add_argument("--force", action="store_true",
                     help="replace an earlier release even where files in it were changed or added (they are lost)")
     rl.set_defaults(func=cmd_release)
+
+
+def _add_recipe(sub, o: _Options) -> None:
+    """recipe new: a commented recipe for a checkpoint of one's own."""
+    rc = sub.add_parser("recipe", help="write a release recipe for your own checkpoint")
+    rsub = rc.add_subparsers(dest="recipe_command", required=True)
+    n = rsub.add_parser("new", parents=[o.max_depth],
+                        help="print a commented recipe for your own checkpoint (e.g. a fine-tune) to standard output",
+                        description="Print a release recipe for your own checkpoint, with the sizes and formats of "
+                                    "edgedepth's recipe for the model it is built on: edgedepth recipe new --model "
+                                    "PATH > my-recipe.py, then edgedepth release --recipe my-recipe.py --out NAME.")
+    n.add_argument("--model", required=True, help="your checkpoint: a folder, a .pth/.safetensors file, OWNER/NAME")
+    n.add_argument("--name", default=None, help="the release's name (default: from the checkpoint's name)")
+    n.add_argument("--base-model", default=None, metavar="OWNER/NAME",
+                   help="the Hub model the checkpoint is (default: none, a checkpoint not on the Hub)")
+    n.add_argument("--images", default=None, metavar="DIR",
+                   help="gate the build on your photos in DIR, written relative to the recipe (default: 8 bundled)")
+    n.add_argument("--file", default="my-recipe.py", help="the recipe's file name, for its usage lines")
+    n.set_defaults(func=cmd_recipe_new)
 
 
 def _add_verify(sub, o: _Options) -> None:
@@ -519,8 +581,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="edgedepth", description="Depth Anything -> verified on-device artifacts")
     p.add_argument("--version", action="version", version=f"edgedepth {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_export, _add_inspect, _add_predict, _add_validate, _add_bench, _add_release, _add_verify,
-                _add_publish):
+    for add in (_add_export, _add_inspect, _add_predict, _add_validate, _add_bench, _add_release, _add_recipe,
+                _add_verify, _add_publish):
         add(sub, o)
     add_serve_parser(sub)
     return p

@@ -110,7 +110,12 @@ def folder_image_set(folder: str, max_pixels: int | None = None) -> list[ImageIt
     if not files:
         raise EdgedepthError(f"images {folder!r} holds no images ({', '.join(IMAGE_EXTENSIONS)})", option="images")
     items = [ImageItem(f, os.path.join(folder, f), max_pixels=max_pixels) for f in files]
+    inside = os.path.realpath(folder)
     for it in items:
+        real = os.path.realpath(it.path)
+        if os.path.commonpath([inside, real]) != inside:     # a link out of the folder: nothing outside is read
+            raise EdgedepthError(f"images {folder!r}: {os.path.basename(it.path)!r} is a symlink to {real!r}, "
+                                 "outside the folder; copy the photo into it", option="images")
         image_size(it.path, max_pixels or MAX_PIXELS)
     return items
 

@@ -54,6 +54,7 @@ class ReleaseStep:
     entry: Callable[..., dict]
     write_text: Callable[[str, str], None]
     gpu_check: bool
+    model_name: str | None = None       # the user's own model's release name (config.json names it); None: upstream's
 
 
 def list_option(flag: str, text: str, allowed) -> list[str]:

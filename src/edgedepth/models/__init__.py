@@ -74,6 +74,19 @@ def member_of_file_name(path: str) -> Member | None:
     return next((m for f in FAMILIES if (m := f.member_of_file_name(path))), None)
 
 
+def load_file(path: str, max_depth=None) -> Checkpoint | None:
+    """A single checkpoint file, loaded by the first family whose :attr:`~ModelFamily.file_suffixes` it has and that
+    takes it (:meth:`ModelFamily.load_file`); None when none does."""
+    lower = path.lower()
+    return next((c for f in FAMILIES if lower.endswith(f.file_suffixes) and (c := f.load_file(path, max_depth))),
+                None)
+
+
+def file_hints() -> str:
+    """The single checkpoint files some family loads, in words: "an official Depth Anything V2 state dict (...)"."""
+    return ", or ".join(f.file_hint for f in FAMILIES if f.file_hint)
+
+
 def encoder_layers(model: nn.Module):
     """The transformer blocks of a model of any family (original or rewritten): what the rewrites walk."""
     return family_of(model).encoder_layers(model)
@@ -86,5 +99,5 @@ def model_types() -> list[str]:
 __all__ = ["APACHE", "CC_BY_NC", "Checkpoint", "DEFAULT_FAMILY", "DEFAULT_HF_ID", "DEFAULT_MODEL", "DEFAULT_REVISION",
            "DEFAULT_STEM", "DEPTH_ANYTHING_3", "DEPTH_ANYTHING_V2", "FAMILIES", "MEMBERS", "Member",
            "ModelFamily", "SYNTHETIC", "config_hints", "encoder_layers", "family_of", "family_of_config",
-           "family_of_hub_id", "family_of_member", "family_of_model_type", "family_of_synthetic", "member_of_file_name",
-           "member_of_hub_id", "model_types"]
+           "family_of_hub_id", "family_of_member", "family_of_model_type", "family_of_synthetic", "file_hints",
+           "load_file", "member_of_file_name", "member_of_hub_id", "model_types"]

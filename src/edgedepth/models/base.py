@@ -14,6 +14,8 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from ..errors import EdgedepthError
+
 if TYPE_CHECKING:      # torch is imported by the families' loaders only: the CLI and the server start without it
     from torch import nn
 
@@ -64,6 +66,7 @@ class Checkpoint:
     revision: str | None = None
     seed: int | None = None
     weight_files: dict[str, str] = dataclasses.field(default_factory=dict)  # file name -> sha256
+    format: str = "hf"          # what was read: "hf" (a hub id or checkpoint folder; a stand-in), "pth", "safetensors"
     family: "ModelFamily | None" = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
@@ -97,6 +100,8 @@ class Checkpoint:
             d["seed"] = self.seed
         if self.weight_files:
             d["weight_files"] = dict(sorted(self.weight_files.items()))
+        if self.format != "hf":     # only then: every other checkpoint's provenance stays as it was
+            d["format"] = self.format
         return d
 
 
@@ -127,6 +132,9 @@ class ModelFamily(abc.ABC):
     # per model / member where they differ: outputs_of, member_outputs
     outputs: tuple[str, ...] = ("depth",)
     output_texts: dict[str, str] = {}   # what each output after the depth is (the manifest's semantics, the card)
+    # Single checkpoint files it loads (load_file): their suffixes, and what they are in words for messages
+    file_suffixes: tuple[str, ...] = ()
+    file_hint: str = ""         # "an official Depth Anything V2 state dict (.pth, .safetensors)"
 
     def outputs_of(self, model: nn.Module) -> tuple[str, ...]:
         """What ``model``'s exported files output (roles, in order: :attr:`outputs` unless its members differ)."""
@@ -160,6 +168,11 @@ class ModelFamily(abc.ABC):
     def encoder_layers(self, model: nn.Module):
         """The transformer blocks the rewrites walk (for the original and the rewritten backbone)."""
 
+    def load_file(self, path: str, max_depth) -> Checkpoint | None:
+        """A single checkpoint file (``source="local"``; its suffix is one of :attr:`file_suffixes`), or None when it
+        is not this family's.  ``max_depth``: the head where the file cannot say (metres, "relative" or None)."""
+        return None
+
     def owns_config(self, config: dict) -> bool:
         """Whether a checkpoint folder's config.json (parsed: an object) is one of this family's checkpoints; by
         default, when its ``model_type`` is one of :attr:`model_types`."""
@@ -186,3 +199,18 @@ class ModelFamily(abc.ABC):
         """The member an exported file's name says it came from (``<stem>_<H>x<W>_...``), or None (renamed file)."""
         m = re.match(r"([a-z0-9_]+?)_\d+x\d+_", os.path.basename(path))
         return next((x for x in self.members.values() if m and x.file_stem == m.group(1)), None)
+
+
+def checked_max_depth(value, what: str = "max_depth") -> int | float | str:
+    """A checkpoint file's head as given (``--max-depth``, a recipe's ``max_depth``): metres of a metric head (a
+    positive number, or its text), or "relative"; anything else is one EdgedepthError line starting with ``what``."""
+    if value == "relative":
+        return value
+    try:
+        metres = float(value) if not isinstance(value, bool) else float("nan")
+    except (TypeError, ValueError):
+        metres = float("nan")
+    if not 0 < metres < float("inf"):
+        raise EdgedepthError(f"{what} {value!r}: metres of a metric head (a positive number), or relative",
+                             option="max_depth")
+    return int(metres) if metres.is_integer() else metres

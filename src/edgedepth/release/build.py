@@ -27,8 +27,9 @@ from ..verify import records
 from ..verify.bench import environment
 from ..verify.parity import rel_l2
 from ..verify.validate import validate
+from ..verify.worst import side_by_side, worst_images
 from . import hub, manifest as mf, outdir
-from .modelcard import release_family, render_model_card
+from .modelcard import LOCAL_IMAGES, LOCAL_MODEL, release_family, render_model_card
 from .recipe import Recipe
 from .recommend import recommend
 
@@ -83,9 +84,19 @@ _round_metrics = records.round_metrics      # the build report's parity values, 
 def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
     """How many times ``build`` calls ``progress``: the progress bar's total (keep in step with build's ``step`` calls)."""
     gate = recipe.parity_images != 0
-    member = member_of_hub_id(recipe.base_model)
-    n = 2 + (member is not None and member.license != APACHE)          # load (+ licence note), manifest
-    return n + sum(fmt.release_stages(part, recipe.sizes, gate=gate, gpu_check=gpu_check) for fmt, part in recipe.parts)
+    n = 2 + _licence_note(recipe)          # load (+ licence note), manifest
+    n += sum(fmt.release_stages(part, recipe.sizes, gate=gate, gpu_check=gpu_check) for fmt, part in recipe.parts)
+    if gate and recipe.parity_folder:      # each gated file's worst photo, pictured
+        n += sum(fmt.release_stages(part, recipe.sizes, gate=True, gpu_check=False)
+                 - fmt.release_stages(part, recipe.sizes, gate=False, gpu_check=False) for fmt, part in recipe.parts)
+    return n
+
+
+def _licence_note(recipe: Recipe) -> bool:
+    """Whether the build names a non-commercial licence as a stage: the recipe's base model is a member's under one
+    (a model of the user's own gets it from the card and NOTICE)."""
+    member = member_of_hub_id(recipe.base_model or "")
+    return member is not None and member.license != APACHE
 
 
 def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None, force: bool = False) -> dict:
@@ -100,20 +111,21 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
     sizes = list(recipe.sizes)
     with outdir.staged(out_dir, force=force) as staging:      # checks, locks, swaps atomically; out_dir untouched on failure
         step(f"load {recipe.model}")                                                          # 1
-        ckpt = load_checkpoint(recipe.model)
+        ckpt = load_checkpoint(recipe.model, max_depth=recipe.max_depth)
         formats.check_exportable(ckpt.model)
-        model_info = _model_info(ckpt, recipe)
-        if model_info["license"] != "apache-2.0":
+        model_info, base_model = _model_info(ckpt, recipe)
+        if model_info["license"] != "apache-2.0" and _licence_note(recipe):
             step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
         io = _io(ckpt.family, ckpt.outputs, model_info["output_semantics"])
-        items = image_set(limit=recipe.parity_images) if recipe.parity_images else []
-        gate = _Gate(DepthModule(ckpt.model, ckpt.outputs), items, step)
+        items = image_set(recipe.parity_folder, limit=recipe.parity_images) if recipe.parity_images != 0 else []
+        gate = _Gate(DepthModule(ckpt.model, ckpt.outputs), items, step, staging if recipe.parity_folder else None)
         measured = (records.read(recipe.latency_data, "latency"),      # committed measurement records
                     records.read(recipe.parity_data, "parity", backend=REFERENCE_BACKEND))
         entry = lambda path, exported, text, rel=None, gpu_check=False: _entry(  # noqa: E731
             path, exported, text, io, gate, step, gpu_check, rel, ckpt.outputs)
         rs = formats.ReleaseStep(ckpt, staging, tuple(sizes), recipe.rewrites, step, entry,
-                                 lambda rel, text: _write_text(os.path.join(staging, rel), text), gpu_check)
+                                 lambda rel, text: _write_text(os.path.join(staging, rel), text), gpu_check,
+                                 recipe.name if model_info.get("user_model") else None)
         entries, rewrite_reports = [], {}
         for fmt, part in recipe.parts:                                                         # 2
             files, reports = fmt.release_files(part, rs)
@@ -121,15 +133,16 @@ def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None
             rewrite_reports = rewrite_reports or reports        # the first format's (LiteRT's): {size: rewrites}
         entries = [_with_measurements(e, *measured) for e in entries]    # committed records matching the bytes
         step("manifest, model card, license")                                                  # 3
-        manifest = _manifest(recipe, ckpt, model_info, entries, rewrite_reports, items)
+        manifest = _manifest(recipe, ckpt, (model_info, base_model), entries, rewrite_reports, items)
         _write_folder_texts(staging, manifest, gate)
     return mf.load(out_dir)
 
 
-def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewrite_reports: dict, items) -> dict:
-    """manifest.json's content (its files: the model files; the text files are added once written)."""
-    from ..checkpoint import state_dict_digest
-
+def _manifest(recipe: Recipe, ckpt, lineage: tuple[dict, str | None], entries: list[dict], rewrite_reports: dict,
+              items) -> dict:
+    """manifest.json's content (its files: the model files; the text files are added once written).  ``lineage``:
+    (the manifest's "model", the base model) from :func:`_model_info`."""
+    model_info, base_model = lineage
     sizes = list(recipe.sizes)
     # latency: one dated row per (file, machine, backend), the newest; the rows left out are named beside them
     newest, left_out = records.newest_latency(recipe.latency_data)
@@ -137,7 +150,7 @@ def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewri
                 **({"latency_left_out": left_out[e["sha256"]]} if e["sha256"] in left_out else {})} for e in entries]
     # what a rebuild must pass again: the CLI's overrides of the recipe, and --no-gpu-check where files that have a GPU
     # check were built without it (their entries then carry no gpu_fully_delegated)
-    overrides = recipe.overrides
+    overrides = _published_overrides(recipe, ckpt)
     if any(formats.entry_format(e).has_gpu_check and "gpu_fully_delegated" not in e for e in entries):
         overrides["gpu_check"] = False
     # files the parity gate could not run on this machine's runtimes (ExecuTorch WebGPU): the card must not say they
@@ -150,9 +163,10 @@ def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewri
         "files": entries,
         "recommended": recommend(entries, sizes[0], INT8_GATE_REL_L2),
         "provenance": {
-            "checkpoint": {**ckpt.provenance(), "state_dict_sha256": state_dict_digest(ckpt.model)},
-            "base_model": recipe.base_model,
+            "checkpoint": _published_checkpoint(ckpt),
+            "base_model": base_model,
             "recipe": {"name": recipe.name, **({"file": os.path.basename(recipe.path)} if recipe.path else {}),
+                       **({} if not recipe.path or _is_carried(recipe.path) else {"carried": False}),
                        "sha256": recipe.sha256, "sizes": sizes, "overrides": overrides},
             "rewrites": rewrite_reports, "versions": _versions(),
         },
@@ -164,12 +178,43 @@ def _manifest(recipe: Recipe, ckpt, model_info: dict, entries: list[dict], rewri
             "per_file": "`parity`: committed benchmark data (edgedepth validate), only for files whose sha256 matches",
             "build_gate": {
                 "images": {"count": len(items), "sha256": image_set_hash(items) if items else None,
-                           "set": "default (bundled natural photos, deterministic views)"},
+                           "set": "the builder's own photos" if recipe.parity_folder else
+                           "default (bundled natural photos, deterministic views)"},
                 "fp32": f"pooled rel-L2 <= {FP32_GATE_FACTOR:g} x PyTorch FP32's own rel-L2 vs float64 (same build)",
                 "quantized": f"pooled rel-L2 <= {INT8_GATE_REL_L2:g}",
                 "not_gated": not_gated,
                 "measured_values": f"{BUILD_REPORT} (machine-dependent, not listed in this manifest)"}},
     }
+
+
+def _published_checkpoint(ckpt) -> dict:
+    """The checkpoint's provenance as published: a local checkpoint by its files' names and SHA-256s and its state
+    dict's, never its path."""
+    from ..checkpoint import state_dict_digest
+
+    ck = ckpt.provenance()
+    if ckpt.source == "local":
+        ck["name"] = "a local checkpoint"
+    return {**ck, "state_dict_sha256": state_dict_digest(ckpt.model)}
+
+
+def _published_overrides(recipe: Recipe, ckpt) -> dict:
+    """:attr:`Recipe.overrides` as a published file records them: a local checkpoint or photo folder as the
+    placeholders the card explains (their SHA-256s are published beside them)."""
+    o = recipe.overrides
+    if "model" in o and ckpt.source == "local":
+        o["model"] = LOCAL_MODEL
+    if o.get("parity_folder"):
+        o["parity_folder"] = LOCAL_IMAGES
+    return o
+
+
+def _is_carried(path: str) -> bool:
+    """Whether ``path`` is a recipe edgedepth carries (the Rebuild line names it by name), not the user's file."""
+    from .. import resources
+
+    own = resources.path("recipes", os.path.basename(path))
+    return os.path.isfile(own) and os.path.samefile(own, path)
 
 
 def _write_folder_texts(staging: str, manifest: dict, gate: "_Gate") -> None:
@@ -189,8 +234,9 @@ class _Gate:
     """Build-time parity on this machine: fails the build when a file is out of tolerance; values go to the report.
     Every output of the file is gated (``reference``: a ``DepthModule`` with the family's ``outputs``): the depth, and
     Depth Anything 3's confidence, each by its own FP32 noise."""
-    def __init__(self, reference, items, step):
+    def __init__(self, reference, items, step, pictures: str | None = None):
         self.reference, self.items, self.step = reference, items, step
+        self.pictures = pictures        # a folder for each file's worst photo side by side (the user's own photos)
         self.noise: dict[str, dict[str, float]] = {}    # {size: {role: PyTorch FP32 vs float64 rel-L2}}
         self.report: dict[str, dict] = {}
 
@@ -208,6 +254,13 @@ class _Gate:
         if row["status"] != "ok":
             raise EdgedepthError(f"parity gate: {rel} failed on the CPU: {row['error']}")
         report = self.report.setdefault(rel, {})
+        report["worst_images"] = worst_images(row)
+        if self.pictures:
+            self.step(f"worst photo of {rel}")
+            worst = next(it for it in self.items if it.id == report["worst_images"][0]["image"])
+            name = mf.WORST_PNG[0] + rel.replace("/", "_") + mf.WORST_PNG[1]
+            side_by_side(art, self.reference, worst, size, os.path.join(self.pictures, name))
+            report["worst_picture"] = name
         for role, metrics in {"depth": row["metrics"], **row.get("output_metrics", {})}.items():
             got = metrics["pooled_rel_l2"]
             bound, ok = parity_gate(precision, got, self.noise[key][role])
@@ -280,24 +333,49 @@ def _write_text(path: str, text: str) -> None:
         f.write(text)
 
 
-def _model_info(ckpt, recipe: Recipe) -> dict:
-    """What the files compute and under which licence: the family member (edgedepth.models), which must be the one
-    the recipe is for (its card, licence and measured data are that member's)."""
+def _model_info(ckpt, recipe: Recipe) -> tuple[dict, str | None]:
+    """(the manifest's "model": what the files compute and under which licence, the base model).  The family member
+    gives the architecture, output and licence; the lineage is :func:`_lineage`'s."""
     m = ckpt.member
     if m is None:
         raise EdgedepthError(f"{ckpt.name}: not a known {ckpt.family.card_title if ckpt.family else 'model'} "
                              "architecture, so its licence and output are unknown; release one of edgedepth.models' "
                              "members")
-    if m.hub_id.lower() != recipe.base_model.lower():
-        own = ckpt.family.recipe_file(m)        # recipes are named after the member
-        hint = f"use {own}" if os.path.isfile(os.path.join(os.path.dirname(recipe.path or "."), os.path.basename(own))) \
-            else "no recipe releases it yet"
-        raise EdgedepthError(f"recipe {os.path.basename(recipe.path) or recipe.name} is for {recipe.base_model}, but "
-                             f"--model {ckpt.name} is {m.name} ({m.hub_id}): {hint}")
+    base_model, own = _lineage(ckpt, recipe, m)
     info = {"family_member": m.name, "hub_id": m.hub_id, "kind": m.kind, "max_depth_m": m.max_depth,
             "license": m.license, "output_semantics": m.output_semantics}
     # a relative output that grows with distance (Depth Anything 3): the playground colours -depth; absent for V2
-    return info | ({"larger_is_farther": True} if m.larger_is_farther else {})
+    return info | ({"larger_is_farther": True} if m.larger_is_farther else {}) | ({"user_model": True} if own else {}), \
+        base_model
+
+
+def _lineage(ckpt, recipe: Recipe, m) -> tuple[str | None, bool]:
+    """(base model, whether the checkpoint is the user's own model).  A synthetic stand-in or the member's own hub
+    checkpoint is the upstream model: the recipe must be that member's.  Any other checkpoint (a folder, a file,
+    another hub id) is the user's own model -- unless ``--base-model`` names the member's upstream id, the user's word
+    that it holds those weights: its base model is ``--base-model`` (or the recipe's, when not the member's; a hub id
+    it was loaded from; else none).  Overriding a recipe's checkpoint with another one without saying what it is
+    (``--name``) is refused: published as is, a fine-tune would be listed as a conversion of the upstream model."""
+    upstream_id = m.hub_id.lower()
+    base = recipe.base_model
+    if ckpt.is_synthetic or (ckpt.source == "hf" and ckpt.name.lower() == upstream_id):
+        if (base or "").lower() != upstream_id:
+            own = ckpt.family.recipe_file(m)        # recipes are named after the member
+            hint = f"use {own}" if os.path.isfile(os.path.join(os.path.dirname(recipe.path or "."),
+                                                               os.path.basename(own))) else "no recipe releases it yet"
+            raise EdgedepthError(f"recipe {os.path.basename(recipe.path) or recipe.name} is for {base}, but "
+                                 f"--model {ckpt.name} is {m.name} ({m.hub_id}): {hint}")
+        return base, False
+    if (base or "").lower() == upstream_id:
+        if "base_model" in recipe.given:
+            return base, False
+        if dict(recipe.declared).get("model") != recipe.model and "name" not in recipe.given:
+            raise EdgedepthError(
+                f"--model {ckpt.name} is not the recipe's checkpoint ({dict(recipe.declared).get('model')}): say what "
+                f"it is -- your own model (e.g. a fine-tune): --name NAME [--base-model OWNER/NAME, the Hub model it "
+                f"is]; {m.hub_id}'s own weights: --base-model {m.hub_id}", option="model")
+        base = ckpt.name if ckpt.source == "hf" else None
+    return base, True
 
 
 CC_BY_NC_TEXT = """Creative Commons Attribution-NonCommercial 4.0 International (CC BY-NC 4.0)
@@ -330,10 +408,17 @@ def _notice_text(manifest: dict) -> str:
     family = release_family(info)[0]
     licence = ("licensed under the Apache License, Version 2.0" if info.get("license", "apache-2.0") == "apache-2.0"
                else "licensed under CC BY-NC 4.0 (non-commercial use only)")
+    upstream = f"{family.card_title} {family.member_title(member)}"
+    if info.get("user_model"):      # the user's own model: named first, the upstream family and licence credited
+        src = f"a local checkpoint, state dict sha256 {ck['state_dict_sha256']}" if ck["source"] == "local" else src
+        head = (f"This folder contains files derived from {manifest['name']} "
+                f"(base model: {p['base_model'] or 'an unpublished checkpoint'}), a model of the\n{upstream} "
+                f"architecture. {upstream} ({info['hub_id']}) is by its authors,\n{licence}; files derived from its "
+                "weights carry the same licence.\n\n")
+    else:
+        head = f"This folder contains files derived from {upstream}\n(base model: {p['base_model']}), {licence}.\n\n"
     return (
-        f"This folder contains files derived from {family.card_title} {family.member_title(member)}\n"
-        f"(base model: {p['base_model']}), {licence}.\n\n"
-        f"Weights used: {src}\n\n"
+        head + f"Weights used: {src}\n\n"
         "Modifications (made by edgedepth, " + p["versions"].get("edgedepth", "?") + "):\n"
         + "".join(fmt.notice for fmt in formats.FORMATS
                   if any(f.get("format") == fmt.name for f in manifest["files"]))

@@ -34,6 +34,15 @@ BUILD_REPORT = "build-report.json"
 # Files of a release folder that the manifest does not list: itself (it cannot hash itself) and the build report
 # (what the building machine measured; machine-dependent, so outside the reproducible set).
 UNLISTED = {MANIFEST, BUILD_REPORT}
+# The build report's pictures: each gated file's worst photo side by side (a build on the user's own photos)
+WORST_PNG = ("build-report.", ".worst.png")
+
+
+def is_unlisted(rel: str) -> bool:
+    """Whether ``rel`` is a file a release folder holds unlisted: :data:`UNLISTED`, or a top-level build-report
+    picture (:data:`WORST_PNG`)."""
+    return rel in UNLISTED or ("/" not in rel and rel.startswith(WORST_PNG[0]) and rel.endswith(WORST_PNG[1])
+                               and len(rel) > len(WORST_PNG[0]) + len(WORST_PNG[1]))
 
 INPUT_NORMALISATION = {"color": "RGB", "scale": "1/255", "mean": list(MEAN), "std": list(STD), "resize": "bicubic",
                        "range_after": "ImageNet-normalised"}
@@ -295,7 +304,7 @@ def _unlisted(folder: str, listed: set[str]) -> tuple[list[str], list[str]]:
             continue
         elif not stat.S_ISREG(mode):
             problems.append(f"not a regular file: {escape(rel)} (not in the manifest)")
-        elif rel not in UNLISTED and not hub.is_housekeeping(rel, published):
+        elif not is_unlisted(rel) and not hub.is_housekeeping(rel, published):
             extra.append(rel)
     return problems, extra
 

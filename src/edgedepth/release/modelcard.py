@@ -129,7 +129,9 @@ def _front_matter(c: _Card) -> list[str]:
     # base_model_relation, one of the Hub's documented values (adapter, merge, quantized, finetune): "quantized" -- every
     # file holds the base model's own weights, converted (LiteRT, ExecuTorch, ONNX) and in part quantised (FP16, INT8)
     # with no training; "finetune" would claim training, "adapter" / "merge" describe other constructions.
-    L = ["---", f"license: {c.info['license']}", f"base_model: {c.prov['base_model']}", "base_model_relation: quantized",
+    # The user's own model with no base model named (an unpublished checkpoint): no lineage claimed
+    lineage = [f"base_model: {c.prov['base_model']}", "base_model_relation: quantized"] if c.prov["base_model"] else []
+    L = ["---", f"license: {c.info['license']}", *lineage,
          "library_name: litert", "pipeline_tag: depth-estimation", "tags:", "  - depth-estimation",
          f"  - {c.family.hub_tag}", "  - litert", "  - tflite", "  - webgpu", "  - on-device"] \
         + (["  - onnx"] if c.onnx_files else []) + (["  - transformers.js"] if c.js else []) \
@@ -158,9 +160,16 @@ def _synthetic_architecture(c: _Card) -> str:
 def _about(c: _Card) -> list[str]:
     info, prov = c.info, c.prov
     member = c.family.member_title(info["family_member"])
-    L = ["## About the model", "",
-         f"[{c.family.card_title}]({c.family.paper}) {member}: {c.family.card_about(info)}. Base model: "
-         f"[`{prov['base_model']}`](https://huggingface.co/{prov['base_model'].split('@')[0]}).", "",
+    about = f"[{c.family.card_title}]({c.family.paper}) {member}: {c.family.card_about(info)}."
+    if info.get("user_model"):      # the user's own model, on the upstream member's architecture (credited)
+        base = prov["base_model"]
+        about = (f"`{c.m['name']}` is converted from " + (_hub_link(base) if base else "a checkpoint not on the Hub")
+                 + f" (state dict SHA-256 `{prov['checkpoint']['state_dict_sha256']}`), a model of the "
+                 f"{c.family.card_title} {member} architecture, predicting {info['output_semantics']}. Upstream: "
+                 f"{about} Upstream release: {_hub_link(info['hub_id'])}.")
+    else:
+        about += f" Base model: {_hub_link(prov['base_model'])}."
+    L = ["## About the model", "", about, "",
          "## What changed in this conversion", "",
          "Converted from PyTorch to LiteRT with litert-torch after graph rewrites meant to let every op run on LiteRT's "
          "GPU (WebGPU) delegate and to remove redundant work (whether each file did compile fully on the GPU is in the "
@@ -175,6 +184,10 @@ def _about(c: _Card) -> list[str]:
         L += ["Other precisions are made from the rewritten FP32 graph with `ai-edge-quantizer` recipes:", ""]
         L += [f"- {p}: {q}" for p, q in quant.items()] + [""]
     return L
+
+
+def _hub_link(repo_id: str) -> str:
+    return f"[`{repo_id}`](https://huggingface.co/{repo_id.split('@')[0]})"
 
 
 def _which_file(c: _Card) -> list[str]:
@@ -384,9 +397,10 @@ def _limitations(c: _Card) -> list[str]:
          + "); pick the file matching your aspect ratio or resize to it."
          + (f" The ONNX files take any height and width that are multiples of 14 ({c.ctx.checked_at(dyn[0])} only)."
             if dyn else ""),
-         (f"- Metric depth in metres, clipped to 0..{info.get('max_depth_m')} m by the head; trained on "
-          f"{'indoor (Hypersim)' if 'indoor' in info['family_member'] else 'outdoor (Virtual KITTI 2)'} scenes: "
-          "other scenes and cameras need checking." if c.metric else
+         (f"- Metric depth in metres, clipped to 0..{info.get('max_depth_m')} m by the head; "
+          + ("check it on your scenes and cameras." if info.get("user_model") else
+             f"trained on {'indoor (Hypersim)' if 'indoor' in info['family_member'] else 'outdoor (Virtual KITTI 2)'} "
+             "scenes: other scenes and cameras need checking.") if c.metric else
           "- Metres only with your camera's focal length: metres = output x focal / 300, focal in pixels at the "
           "file's input size (mean of fx and fy; the model's README); without it the depth is relative."
           if info["kind"] == "metric-focal" else
@@ -406,8 +420,10 @@ def _recipe_file(c: _Card) -> str:
 
 # The recipe's CLI overrides a release records (``provenance.recipe.overrides``) as `edgedepth release` options, in
 # the order the Rebuild line gives them.
-_REBUILD_OPTIONS = (("model", "--model", str), ("sizes", "--sizes", ",".join),
-                    ("parity_images", "--parity-images", str))
+_REBUILD_OPTIONS = (("model", "--model", str), ("max_depth", "--max-depth", str), ("name", "--name", str),
+                    ("base_model", "--base-model", lambda v: v or "none"), ("sizes", "--sizes", ",".join),
+                    ("parity_folder", "--images", str),
+                    ("parity_images", "--parity-images", lambda v: None if v is None else str(v)))   # None: --images
 
 
 def rebuild_argv(m: dict, recipe_file: str) -> list[str]:
@@ -415,10 +431,11 @@ def rebuild_argv(m: dict, recipe_file: str) -> list[str]:
     name edgedepth carries it under (``recipe_file``'s stem: the same from a checkout and from the wheel), every
     override the build used, and ``--out`` the release's name (the folder's path does not change a byte)."""
     o = m["provenance"]["recipe"].get("overrides") or {}
-    name = os.path.splitext(os.path.basename(recipe_file))[0]
+    carried = m["provenance"]["recipe"].get("carried", True)     # the user's own recipe file: by its file name
+    name = os.path.splitext(os.path.basename(recipe_file))[0] if carried else os.path.basename(recipe_file)
     argv = ["edgedepth", "release", "--recipe", name]
     for key, flag, text in _REBUILD_OPTIONS:
-        if key in o:
+        if key in o and text(o[key]) is not None:
             argv += [flag, text(o[key])]
     if o.get("gpu_check") is False:
         argv.append("--no-gpu-check")
@@ -444,10 +461,23 @@ def _provenance(c: _Card) -> list[str]:
             "x86-64 machine"
             + (" with a Vulkan driver for the GPU delegation check (without one the Files table's GPU column differs)"
                if gpu_checked else "")
+            + _placeholders(prov)
             + f"; `edgedepth verify {shlex.quote(c.m['name'])}` checks the folder against `manifest.json`.",
             "", "## Citation", "", "```bibtex", c.family.citation, "```", "", "## License", "",
             ("CC BY-NC 4.0, non-commercial use only" if c.nc else "Apache-2.0")
             + " (see `LICENSE`); modifications are listed in `NOTICE`.", ""]
+
+
+# What a published file says instead of a path of the building machine (the Rebuild line's placeholders)
+LOCAL_MODEL, LOCAL_IMAGES = "PATH", "DIR"
+
+
+def _placeholders(prov: dict) -> str:
+    """What the Rebuild line's placeholders stand for (a local checkpoint or photo folder: never its path)."""
+    o = prov["recipe"].get("overrides") or {}
+    said = ([f"`{o['model']}` is the checkpoint whose state dict SHA-256 is above"] if o.get("model") == LOCAL_MODEL else []) \
+        + ([f"`{o['parity_folder']}` the photos whose set SHA-256 is in Parity"] if o.get("parity_folder") else [])
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def render_model_card(m: dict) -> str:

@@ -123,7 +123,8 @@ def _scan(folder: str) -> tuple[str, str] | None:
     for rel, mode in mf.walk(folder, problems):      # iterative: any depth
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
             return "foreign", rel
-        if (rel not in dirs if stat.S_ISDIR(mode) else rel not in allowed) and unlisted is None:
+        if (rel not in dirs if stat.S_ISDIR(mode) else rel not in allowed and not mf.is_unlisted(rel)) \
+                and unlisted is None:
             unlisted = rel
     if problems:
         raise EdgedepthError(f"cannot read release folder {folder!r}: {problems[0]}")

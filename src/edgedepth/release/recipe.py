@@ -22,6 +22,7 @@ from ..formats import FORMATS
 from ..formats.base import recipe_field
 from ..preprocess import parse_size
 from ..fsutil import read_input
+from ..models.base import checked_max_depth
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,34 +33,70 @@ class Recipe:
     sizes: tuple[str, ...]                      # "HxW", multiples of the 14-pixel patch
     rewrites: str                               # "default": edgedepth.rewrites.PIPELINE defaults
     parts: tuple[tuple[Any, Any], ...]          # (Format, its section checked by Format.recipe_part), FORMATS order
-    parity_images: int
+    parity_images: int | None                   # how many photos gate the build (0: none; None: all of parity_folder)
     parity_data: tuple[str, ...] = ()           # committed `edgedepth validate --json` reports (matched by sha256)
     latency_data: tuple[str, ...] = ()          # committed `edgedepth bench --json` reports (matched by sha256)
     path: str = ""
     sha256: str = ""
-    declared: tuple[tuple[str, Any], ...] = ()  # the file's own (field, value) of model, sizes, parity_images
+    declared: tuple[tuple[str, Any], ...] = ()  # the file's own (field, value) of every overridable field
+    parity_folder: str | None = None            # the user's photos gate the build (None: the bundled set)
+    max_depth: float | str | None = None        # a .pth checkpoint's head: metres (metric) or "relative"
+    given: frozenset = frozenset()              # fields the user set on the command line (even to the file's value)
 
     @property
     def overrides(self) -> dict[str, Any]:
-        """{field: value} of ``model``, ``sizes`` (a list), ``parity_images`` where they differ from the recipe file's
-        own values (``with_overrides``): what a rebuild must pass again (the release's provenance records it)."""
-        out = {k: getattr(self, k) for k, v in self.declared if getattr(self, k) != v}
+        """{field: value} of the overridable fields (``OVERRIDABLE``) that differ from the recipe file's own values
+        or that the user gave (``with_overrides``): what a rebuild must pass again (the release's provenance records
+        it, with local paths replaced: ``edgedepth.release.build``)."""
+        out = {k: getattr(self, k) for k, v in self.declared if getattr(self, k) != v or k in self.given}
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
     def with_overrides(self, *, model: str | None = None, sizes: list[str] | None = None,
-                       parity_images: int | None = None) -> "Recipe":
+                       parity_images: int | None = None, name: str | None = None, base_model: str | None = None,
+                       images: str | None = None, max_depth: float | str | None = None) -> "Recipe":
         """The recipe with the CLI's overrides applied (validated like the file's own values; ``sizes`` None: the
-        recipe's, a list: those, at least one, none twice)."""
-        r = dataclasses.replace(self, model=model or self.model,
-                                sizes=self.sizes if sizes is None else checked_sizes(sizes, "sizes", option="sizes"),
-                                parity_images=self.parity_images if parity_images is None else parity_images)
-        if r.parity_images < 0:
+        recipe's, a list: those, at least one, none twice; ``base_model`` "none": no base model)."""
+        given = {k for k, v in (("name", name), ("base_model", base_model), ("max_depth", max_depth)) if v is not None}
+        r = dataclasses.replace(
+            self, model=model or self.model,
+            sizes=self.sizes if sizes is None else checked_sizes(sizes, "sizes", option="sizes"),
+            parity_images=(None if images is not None else self.parity_images) if parity_images is None
+            else parity_images,
+            name=self.name if name is None else checked_name(name, "--name", option="name"),
+            base_model=self.base_model if base_model is None else checked_base_model(base_model, "--base-model"),
+            parity_folder=self.parity_folder if images is None else images,
+            max_depth=self.max_depth if max_depth is None else checked_max_depth(max_depth, "--max-depth"),
+            given=self.given | given)
+        if r.parity_images is not None and r.parity_images < 0:
             raise EdgedepthError(f"parity images {r.parity_images}: must be >= 0")
         return r
 
     def part(self, fmt):
         """The recipe's section for ``fmt`` (a Format), or None when it has none."""
         return dict(self.parts).get(fmt)
+
+
+_REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def checked_name(name, what: str, option: str | None = None) -> str:
+    """A release's name: the folder's and the Hub repository's (letters, digits, ``-``, ``_``, ``.``; at most 96)."""
+    if not isinstance(name, str) or not _REPO_NAME.match(name) or ".." in name or name.endswith(".git"):
+        raise EdgedepthError(f"{what} {name!r}: a release name is what its Hub repository will be called: letters, "
+                             "digits, '-', '_' and '.', at most 96, e.g. my-depth-model", option=option)
+    return name
+
+
+def checked_base_model(repo_id, what: str) -> str | None:
+    """A Hub model id ``OWNER/NAME`` the files were converted from; "none" (or None): no base model (an unpublished
+    checkpoint)."""
+    if repo_id is None or repo_id == "none":
+        return None
+    owner, _, name = repo_id.partition("/") if isinstance(repo_id, str) else ("", "", "")
+    if not (owner and _REPO_NAME.match(owner) and _REPO_NAME.match(name)):
+        raise EdgedepthError(f"{what} {repo_id!r}: a Hugging Face model id OWNER/NAME (the model these files are "
+                             "converted from), or none", option=what.strip("-").replace("-", "_") or None)
+    return repo_id
 
 
 def checked_sizes(sizes, what: str, option: str | None = None) -> tuple[str, ...]:
@@ -101,15 +138,26 @@ def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
         raise EdgedepthError(f"recipe {where}: rewrites {rewrites!r}: only 'default' is supported")
     model = recipe_field(d, "model", str, where)
     sizes = checked_sizes(recipe_field(d, "sizes", list, where), f"recipe {where}: sizes")
-    parity_images = int(recipe_field(recipe_field(d, "parity", dict, where), "images", int, where))
+    images = recipe_field(d, "parity", dict, where).get("images")
+    folder = _recipe_folder(images, path) if isinstance(images, str) else None
+    parity_images = None if folder else int(recipe_field(d["parity"], "images", int, where))
+    name = checked_name(recipe_field(d, "name", str, where), f"recipe {where}: name")
+    base_model = checked_base_model(d.get("base_model"), f"recipe {where}: base_model")
+    max_depth = checked_max_depth(d["max_depth"], f"recipe {where}: max_depth") if "max_depth" in d else None
     r = Recipe(
-        name=recipe_field(d, "name", str, where), base_model=recipe_field(d, "base_model", str, where),
+        name=name, base_model=base_model,
         model=model, sizes=sizes, rewrites=rewrites, parts=parts, parity_images=parity_images,
         parity_data=tuple(d.get("parity_data", [])),
         latency_data=tuple(d.get("latency_data", [])),
-        path=path, sha256=sha256,
-        declared=(("model", model), ("sizes", sizes), ("parity_images", parity_images)))
+        path=path, sha256=sha256, parity_folder=folder, max_depth=max_depth,
+        declared=(("model", model), ("sizes", sizes), ("parity_images", parity_images), ("name", name),
+                  ("base_model", base_model), ("parity_folder", folder), ("max_depth", max_depth)))
     return r
+
+
+def _recipe_folder(images: str, path: str) -> str:
+    """A recipe's ``parity.images`` folder: relative to the recipe file's folder (where a user keeps both)."""
+    return os.path.join(os.path.dirname(os.path.abspath(path)), images) if path else images
 
 
 def default_recipe() -> str:

@@ -24,7 +24,19 @@ def validate_markdown(report: dict) -> str:
                          f"{_fmt(m.get('pearson'), '.6f')} | "
                          f"{_fmt(m.get('aligned_absrel'))} | {_fmt(m.get('aligned_delta1'), '.4f')} | "
                          f"{'; '.join(r['flags']) if name == r['artifact'] else ''} |")
+    if report.get("worst"):
+        lines += ["", *_worst_lines(report["worst"])]
     return "\n".join(lines)
+
+
+def _worst_lines(worst: dict) -> list[str]:
+    """The ``"worst"`` section (``verify.worst.worst_report``'s summary): per file its worst images (CPU) and the
+    side-by-side picture of the worst one."""
+    lines = ["Worst images (largest rel-L2 vs PyTorch, CPU); the picture shows the worst one beside PyTorch:", ""]
+    for name, w in worst.items():
+        images = ", ".join(f"`{i['image']}` {_fmt(i['rel_l2'])}" for i in w["worst"])
+        lines.append(f"- {name}: {images or '–'} (picture: `{w['png']}`)")
+    return lines
 
 
 def bench_markdown(report: dict, baseline: str | None = None) -> str:

@@ -592,7 +592,7 @@ class Onnx(Format):
             entries.append(rs.entry(os.path.join(rs.staging, rel), f, text, rel=rel))
         shutil.rmtree(work, ignore_errors=True)
         if dynamic:     # the transformers.js layout (only V2's rewrites keep the size symbolic: a transformers model)
-            rs.write_text(CONFIG, config_json(rs.ckpt.model))
+            rs.write_text(CONFIG, config_json(rs.ckpt.model, rs.model_name))
             rs.write_text(PREPROCESSOR_CONFIG, preprocessor_config_json())
         return entries, {}
 

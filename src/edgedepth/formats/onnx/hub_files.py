@@ -29,12 +29,15 @@ def _dumps(d: dict) -> str:
     return json.dumps(d, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def config_json(model) -> str:
+def config_json(model, name: str | None = None) -> str:
     """The checkpoint's own transformers config (``model.config``), with its architecture named (synthetic configs
-    have none; the Hub and transformers' Auto classes read it)."""
+    have none; the Hub and transformers' Auto classes read it); ``name``: the user's own model's release name, as
+    ``_name_or_path`` (None: upstream's files, which name none)."""
     d = model.config.to_dict()
     d["architectures"] = [ARCHITECTURE]
     d.pop("_name_or_path", None)        # a local path or hub id of the loading machine: not the file's business
+    if name:
+        d["_name_or_path"] = name
     return _dumps(d)
 
 

@@ -3,13 +3,15 @@
 I/O contract: ``pixel_values`` float32 [1, 3, H, W], RGB, /255, ImageNet mean/std, H and W multiples of 14 ->
 ``predicted_depth`` float32 [1, H, W]: relative inverse depth (larger = closer, >= 0: ReLU head), or metric depth in
 metres for the metric members (sigmoid x ``max_depth``).  Members and licences: :mod:`.members`; stand-ins:
-:mod:`.synthetic`.
+:mod:`.synthetic`; the official repository's .pth files: :mod:`.official`.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
+from ...fsutil import sha256_file
 from ...preprocess import MEAN, PATCH, STD
 from .. import _hub
 from ..base import Checkpoint, Member, ModelFamily
@@ -38,6 +40,8 @@ class DepthAnythingV2(ModelFamily):
     implementation = "transformers"
     size_notice = "(position embedding interpolated once per size, bicubic, as transformers does)"
     fp16_note = "this model's DPT head can overflow FP16"
+    file_suffixes = (".pth", ".pt", ".safetensors")
+    file_hint = "an official Depth Anything V2 state dict (.pth, .pt, .safetensors)"
 
     def card_about(self, info: dict) -> str:
         if info["family_member"] == "small":
@@ -60,12 +64,23 @@ class DepthAnythingV2(ModelFamily):
         return Checkpoint(model=model, source=source, name=path_or_id, revision=revision, weight_files=files,
                           family=self)
 
+    def load_file(self, path: str, max_depth) -> Checkpoint | None:
+        from . import official      # torch, transformers: only when a model is loaded
+
+        loaded = official.load(path, max_depth)
+        if loaded is None:
+            return None
+        model, fmt = loaded
+        return Checkpoint(model=model, source="local", name=path, format=fmt, family=self,
+                          weight_files={os.path.basename(path): sha256_file(path)})
+
     def member_of(self, ckpt: Checkpoint) -> Member | None:
         if ckpt.source == "synthetic":
             return MEMBERS[SYNTHETIC[ckpt.name][0]]
         by_id = next((m for m in MEMBERS.values() if m.hub_id.lower() == ckpt.name.lower()), None) \
             if ckpt.source == "hf" else None
-        return by_id or member_of_config(ckpt.model.config)
+        # a local checkpoint (folder or file) saved from a tiny stand-in is that stand-in's member (tests, guides)
+        return by_id or member_of_config(ckpt.model.config, stand_ins=ckpt.source == "local")
 
     def is_metric(self, model: nn.Module) -> bool:
         return getattr(model.config, "depth_estimation_type", "relative") == "metric"

@@ -70,14 +70,24 @@ SYNTHETIC: dict[str, tuple[str, Arch]] = {
 }
 
 
-def member_of_config(config) -> Member | None:
-    """The member whose architecture and head match a loaded ``DepthAnythingConfig`` (local folders, unknown ids)."""
+def member_of_config(config, *, stand_ins: bool = False) -> Member | None:
+    """The member whose architecture and head kind match a loaded ``DepthAnythingConfig`` (local folders, unknown ids,
+    checkpoint files): of those, the one with the config's ``max_depth``, else the first metric one given that
+    ``max_depth`` (a fine-tune's own range: its ``output_semantics`` say so).  ``stand_ins``: the tiny stand-ins'
+    architectures count as their members' (a file saved from a stand-in is that stand-in)."""
     bb = config.backbone_config
-    for m in MEMBERS.values():
-        a = m.arch
-        if (bb.hidden_size, bb.num_hidden_layers, bb.num_attention_heads) == (
-                a.hidden_size, a.num_hidden_layers, a.num_attention_heads) and \
-                getattr(config, "depth_estimation_type", "relative") == m.kind and \
-                (not m.is_metric or float(config.max_depth) == m.max_depth):
-            return m
-    return None
+    shape = (bb.hidden_size, bb.num_hidden_layers, bb.num_attention_heads)
+    kind = getattr(config, "depth_estimation_type", "relative")
+    archs = [(m, m.arch) for m in MEMBERS.values()]
+    archs += [(MEMBERS[name], a) for name, a in SYNTHETIC.values()] if stand_ins else []
+    same = [m for m, a in archs if (a.hidden_size, a.num_hidden_layers, a.num_attention_heads) == shape and
+            m.kind == kind]
+    if not same or kind != "metric":
+        return same[0] if same else None
+    exact = next((m for m in same if float(config.max_depth) == m.max_depth), None)
+    return exact or dataclasses.replace(same[0], max_depth=_metres(config.max_depth))
+
+
+def _metres(value) -> int | float:
+    value = float(value)
+    return int(value) if value.is_integer() else value

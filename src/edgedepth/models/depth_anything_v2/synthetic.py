@@ -15,21 +15,26 @@ from torch import nn
 from ...images import image_set
 from ...preprocess import preprocess
 from .._weights import normal_like, on_grid
-from .members import MEMBERS, SYNTHETIC
+from .members import MEMBERS, SYNTHETIC, Arch
 
 
 def synthetic_config(kind: str = "synthetic"):
     """DepthAnythingConfig of a synthetic name: its family member's architecture and head (.members)."""
-    from transformers import DepthAnythingConfig, Dinov2Config
-
     member_name, a = SYNTHETIC[kind]
     member = MEMBERS[member_name]
+    return model_config(a, member.max_depth if member.is_metric else None)
+
+
+def model_config(a: Arch, max_depth: float | None = None):
+    """DepthAnythingConfig of architecture ``a``: a relative head, or a metric one (sigmoid x ``max_depth`` metres)."""
+    from transformers import DepthAnythingConfig, Dinov2Config
+
     backbone = Dinov2Config(
         hidden_size=a.hidden_size, num_hidden_layers=a.num_hidden_layers, num_attention_heads=a.num_attention_heads,
         mlp_ratio=4, patch_size=14, image_size=518, out_features=[f"stage{i}" for i in a.out_indices],
         reshape_hidden_states=False, apply_layernorm=True, layerscale_value=1.0,
     )
-    metric = dict(depth_estimation_type="metric", max_depth=member.max_depth) if member.is_metric else \
+    metric = dict(depth_estimation_type="metric", max_depth=max_depth) if max_depth is not None else \
         dict(depth_estimation_type="relative")
     return DepthAnythingConfig(
         backbone_config=backbone, fusion_hidden_size=a.fusion_hidden_size, neck_hidden_sizes=list(a.neck_hidden_sizes),
