@@ -153,7 +153,9 @@ def test_every_format_gives_the_same_files(own, trimmed, tmp_path):
         r = run_cli("release", "--recipe", trimmed, "--model", paths[kind], "--name", "mine", "--out", out,
                     *extra, *FAST)
         assert r.returncode == 0, r.stderr[-2000:]
+        assert run_cli("verify", out).returncode == 0
         m = json.loads((out / "manifest.json").read_text())
+        assert m["name"] == "mine" and m["model"]["user_model"]
         digests[kind] = {f["path"]: f["sha256"] for f in m["files"] if f["path"].endswith(".tflite")}
         ck = m["provenance"]["checkpoint"]
         if kind != "hf":

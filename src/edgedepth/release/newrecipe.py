@@ -6,6 +6,7 @@ returned: what ``recipe new`` prints, ``release --recipe`` accepts.
 
 from __future__ import annotations
 
+import json
 import os
 import pprint
 import re
@@ -16,7 +17,8 @@ from ..formats import FORMATS
 from ..models.base import checked_max_depth
 from .recipe import checked_base_model, checked_name, from_dict, recipe_path
 
-HEADER = '''"""Release recipe for {name}: your own {title} checkpoint, written by `edgedepth recipe new`.
+HEADER = '''"""Release recipe for {name}:
+your own {title} checkpoint, written by `edgedepth recipe new`.
 
     edgedepth release --recipe {file} --out {name}
     edgedepth verify {name}
@@ -28,21 +30,21 @@ pinned versions -> byte-identical files.
 
 RECIPE = {{
     # The release's name: its folder's and its Hub repository's.
-    "name": {name!r},
+    "name": {name_lit},
     # The Hub model these files are converted from (your model's repository, OWNER/NAME), or None for a checkpoint
     # that is not on the Hub: the card's base_model (its Hub model tree) names it.
-    "base_model": {base_model!r},
+    "base_model": {base_model_lit},
     # Your checkpoint: a save_pretrained folder, an official-format .pth / .safetensors file, or OWNER/NAME[@REV].
-    "model": {model!r},
+    "model": {model_lit},
 '''
 
 MAX_DEPTH = '''    # The head of a .pth / .safetensors file (not in its weights): metres of a metric head, or "relative".
-    "max_depth": {max_depth!r},
+    "max_depth": {max_depth},
 '''
 
 PARITY = '''    # The build's parity gate: N photos of the bundled set, or a folder of your own photos (relative to this file;
     # the card records the set's SHA-256, never the photos).
-    "parity": {{"images": {images!r}, "backend": "cpu"}},
+    "parity": {{"images": {images}, "backend": "cpu"}},
 }}
 '''
 
@@ -72,15 +74,21 @@ def new_recipe(model: str, *, file: str = "my-recipe.py", name: str | None = Non
                              run_name="edgedepth_recipe")["RECIPE"]
     name = checked_name(name or default_name(model), "--name", option="name")
     where = os.path.abspath(model) if os.path.exists(model) else model
-    text = HEADER.format(name=name, title=f"{ckpt.family.card_title} {ckpt.family.member_title(member.name)}",
-                         file=file, base_model=checked_base_model(base_model, "--base-model"), model=where)
+    title = f"{ckpt.family.card_title} {ckpt.family.member_title(member.name)}"
+    text = HEADER.format(name=name, title=title, file=file, name_lit=_lit(name), model_lit=_lit(where),
+                         base_model_lit=_lit(checked_base_model(base_model, "--base-model")))
     if max_depth is not None:
-        text += MAX_DEPTH.format(max_depth=max_depth)
-    text += _formats(carried) + PARITY.format(images=images)
+        text += MAX_DEPTH.format(max_depth=_lit(max_depth))
+    text += _formats(carried) + PARITY.format(images=_lit(images))
     ns: dict = {}
     exec(compile(text, file, "exec"), ns)       # noqa: S102  (our own text: checked as release will read it)
     from_dict(ns["RECIPE"], path=os.path.abspath(file))
     return text
+
+
+def _lit(value) -> str:
+    """A Python literal of a str, number or None, strings in double quotes (as the rest of the recipe)."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)
 
 
 def _formats(carried: dict) -> str:
