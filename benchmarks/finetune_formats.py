@@ -60,6 +60,7 @@ def _measure(kind: str, path: str, size, digest: str, work: str) -> dict:
     from edgedepth.verify.validate import validate
 
     first, warm, ckpt = _load_times(path, MAX_DEPTH.get(kind))
+    os.makedirs(os.path.join(work, kind), exist_ok=True)
     (f,) = formats.export(ckpt.model, *size, os.path.join(work, kind), precisions=["fp32"], stem=ckpt.file_stem)
     items = image_set(limit=8)
     (row,) = validate([f.path], ["cpu"], DepthModule(ckpt.model), items)

@@ -76,10 +76,10 @@ def section_finetune_formats(L: list[str]) -> None:
         return
     L += ["## Your own checkpoint: every format it may come in", "",
           f"`benchmarks/finetune_formats.py`, {r['cpu']} ({r['cores']} cores), {r['date']}, commit {r['commit']}. "
-          f"Method: {r['method']}.", "",
-          "| base | format | file | load, first / warm s | same state dict | LiteRT FP32 file (SHA-256) | "
-          "pooled rel-L2 vs PyTorch | PyTorch FP32 vs float64 |", "|---|---|---|---|---|---|---|---|"]
+          f"Method: {r['method']}.", ""]
     for b in r["bases"]:
+        L += ["| base | format | file | load, first / warm s | same state dict | LiteRT FP32 file (SHA-256) | "
+              "pooled rel-L2 vs PyTorch | PyTorch FP32 vs float64 |", "|---|---|---|---|---|---|---|---|"]
         for row in b["rows"]:
             L.append(f"| {b['base']} ({b['size']}) | {row['format']} | `{row['file_name']}` | "
                      f"{row['load_first_s']:.2f} / {row['load_warm_median_s']:.2f} | "
