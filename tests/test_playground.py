@@ -148,7 +148,7 @@ def metric_release(tmp_path_factory):
     work = str(tmp_path_factory.mktemp("pg_metric_export"))
     files = formats.export(ckpt.model, *TINY_SIZE, work, precisions=("fp32",), stem=ckpt.file_stem)
     folder = str(tmp_path_factory.mktemp("pg_metric"))
-    model = _model_info(ckpt, load_recipe("recipes/depth-anything-v2-metric-outdoor-small.py"))
+    model, _base = _model_info(ckpt, load_recipe("recipes/depth-anything-v2-metric-outdoor-small.py"))
     entries = _write_release(folder, {"fp32": files[0].path}, TINY_SIZE, gpu_check=False, model=model)
     return {"folder": folder, "entry": entries["fp32"], "max_depth": ckpt.member.max_depth}
 
