@@ -193,6 +193,9 @@ def test_recipe_new_builds_the_users_release(own, tmp_path):
     loaded = load_recipe(str(recipe))
     assert loaded.name == "my-finetune-edgedepth" and loaded.base_model == "me/my-depth"
     assert loaded.model == str(work / "my-finetune") and len(loaded.sizes) == 6
+    assert [f.target_name for f, _ in loaded.parts] == ["litert", "executorch", "onnx"]
+    # a user's edit, as the recipe invites: one LiteRT file (every format's build is tested elsewhere)
+    recipe.write_text(r.stdout + 'RECIPE.update(litert={"precisions": ["fp32"]}, executorch=None, onnx=None)\n')
     out = tmp_path / "rel"
     b = run_cli("release", "--recipe", recipe, "--out", out, *FAST)
     assert b.returncode == 0, b.stderr[-2000:]
