@@ -42,6 +42,9 @@ import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # the repository
+# Every build in a test (and the CLIs it starts) runs without the user's build cache unless the test names one: a test
+# measures its own build, and never fills ~/.cache (tests/test_build_cache.py tests the cache).
+os.environ["EDGEDEPTH_BUILD_CACHE"] = "off"
 
 TINY_SIZE = (56, 70)      # 4x5 patches: exercises position-embedding interpolation like 518x686 does
 FULL_SIZE = (518, 686)

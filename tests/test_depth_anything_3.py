@@ -167,6 +167,34 @@ def test_static_rope_is_exact_and_pure(tiny, x):
     assert report[0]["changed"] == n_rope > 0 and state_dict_digest(tiny.model) == before
     assert np.array_equal(_depth(out, x), _depth(tiny.model, x))
     assert apply_rewrites(out, *SIZE, names=["da3_static_rope"])[1][0]["changed"] == 0
+    # its tables: the package's, bit for bit, computed without the package's cache (whose state, filled by an earlier
+    # PyTorch run, would change what an export traces)
+    rope = next(b.attn.rope for b in out.backbone.pretrained.blocks if b.attn.rope is not None)
+    rope.rope.frequency_cache.clear()
+    for dim in (8, 16):
+        mine = rope.tables(dim, torch.device("cpu"), torch.float32)
+        theirs = rope.rope._compute_frequency_components(dim, rope.max_position, torch.device("cpu"), torch.float32)
+        assert all(torch.equal(a, b) for a, b in zip(mine, theirs))
+    assert len(rope.rope.frequency_cache) == 2      # only the package's own calls filled it
+
+
+def test_a_job_gives_the_same_bytes_whatever_ran_before_it(tmp_path):
+    """A release job's files do not depend on the process's history: the uint8-input job run first in a fresh process
+    (a Ray worker's case) and again after the float job and its parity gate (a serial build's case) gives the same
+    bytes (the frequency-table cache of the package's RoPE once made them differ)."""
+    from edgedepth.release import load_recipe
+    from edgedepth.release.build import plan
+    from edgedepth.release.jobs import run_job
+
+    p = plan(load_recipe("depth-anything-3-small").with_overrides(
+        model=TINY, sizes=["28x42"], parity_images=1, formats=["litert"]), gpu_check=False)
+    pixel, float_job = p.specs[1], p.specs[0]
+    assert pixel.job.variant and not float_job.job.variant
+    runs = []
+    for i, spec in enumerate((pixel, float_job, pixel)):
+        (tmp_path / str(i)).mkdir()
+        runs.append(run_job(spec, p.ckpt, p.items, str(tmp_path / str(i)), lambda name: None)["files"])
+    assert runs[0] == runs[2]
 
 
 def test_rank4_attention_is_within_fp32_noise(tiny, x):

@@ -217,6 +217,7 @@ def test_serve_from_the_wheel_runs_the_tiny_file_in_chromium(installed_wheel, wh
     ("onnxscript", ["export", "--model", "synthetic-tiny", "--size", "28x42", "--target", "onnx"], "onnx"),
     ("executorch", ["export", "--model", "synthetic-tiny", "--size", "28x42", "--target", "executorch"], "executorch"),
     ("depth_anything_3", ["export", "--model", "synthetic-da3-tiny", "--size", "28x28"], "da3"),
+    ("ray", ["release", "--model", "synthetic-tiny", "--sizes", "28x42", "--executor", "ray"], "cluster"),
 ])
 def test_a_missing_extra_is_one_line_naming_it(tmp_path, module, model, extra):
     """The optional stack hidden from the interpreter (None in sys.modules: the import fails as if not installed)."""

@@ -26,7 +26,7 @@ from .images import image_set, image_set_hash
 from .models import DEFAULT_MODEL, MEMBERS, SYNTHETIC
 from .predict import predict, validate_inputs
 from .preprocess import DEFAULT_SIZE, MAX_PIXELS, MAX_SIDE, parse_size
-from .progress import Stages
+from .progress import JobsBar, Stages
 from .release import build, load_recipe
 from .release.build import stage_count
 from .release.manifest import (check_made_from, escape, load as load_manifest, member_of_file,
@@ -287,19 +287,114 @@ def cmd_bench(args) -> int:
 
 
 def cmd_release(args) -> int:
-    check_out_dir(args.out, force=args.force)    # refusals before any work (build checks again, under its lock)
+    if not args.out and not args.dry_run:
+        raise EdgedepthError("release: --out DIR is required (the release folder to make)")
+    overrides = dict(sizes=None if args.sizes is None else args.sizes.split(","), parity_images=args.parity_images,
+                     formats=None if args.formats is None else args.formats.split(","))
+    if args.family:
+        return _release_family(args, overrides)
+    for flag, given in (("--synthetic", args.synthetic),):
+        if given:
+            raise EdgedepthError(f"{flag} goes with --family (one release: --model synthetic-...)")
+    if not args.dry_run:
+        check_out_dir(args.out, force=args.force)    # refusals before any work (build checks again, under its lock)
     recipe = load_recipe(args.recipe).with_overrides(
-        model=args.model, sizes=None if args.sizes is None else args.sizes.split(","),
-        parity_images=args.parity_images, name=args.name, base_model=args.base_model, images=args.images,
-        max_depth=args.max_depth)
+        model=args.model, name=args.name, base_model=args.base_model, images=args.images, max_depth=args.max_depth,
+        **overrides)
     if recipe.parity_folder and recipe.parity_images != 0:
         image_set(recipe.parity_folder)     # every photo checked from its header before anything slow
-    with Stages(stage_count(recipe, gpu_check=not args.no_gpu_check), enabled=not args.quiet) as s:
-        m = build(recipe, args.out, gpu_check=not args.no_gpu_check, progress=s.start, force=args.force)
+    cache, executor = _build_cache(args), _executor(args)
+    if args.dry_run:
+        from .release.build import plan
+
+        return _dry_run([plan(recipe, gpu_check=not args.no_gpu_check)], cache)
+    kw = dict(gpu_check=not args.no_gpu_check, force=args.force, executor=executor, cache=cache)
+    if executor.name == "serial":
+        with Stages(stage_count(recipe, gpu_check=not args.no_gpu_check), enabled=not args.quiet) as s:
+            m = build(recipe, args.out, progress=s.start, **kw)
+    else:
+        with JobsBar(enabled=not args.quiet) as bar:
+            m = build(recipe, args.out, progress=bar.stage, jobs_progress=bar.jobs, **kw)
     for f in m["files"]:
         print(f"{f['path']}  {f['bytes'] / 1e6:8.1f} MB  {f['sha256'][:16]}…")
-    print(f"release folder: {args.out} (verify with: edgedepth verify {args.out})")
+    report = _build_summary([("", args.out)], args.summary)
+    print(f"release folder: {args.out} (verify with: edgedepth verify {args.out}); {report}")
     return 0
+
+
+def _build_cache(args):
+    """The build cache the options name (None: --no-cache, or EDGEDEPTH_BUILD_CACHE=off)."""
+    from .release.cache import BuildCache, default_dir, parse_size as cache_bytes
+
+    where, cap = args.cache or os.environ.get("EDGEDEPTH_BUILD_CACHE") or default_dir(), cache_bytes(args.cache_size)
+    if args.no_cache or where == "off":
+        return None
+    return BuildCache(where, cap)
+
+
+def _executor(args):
+    from .release.executors import RayCluster, Serial
+
+    if args.executor == "ray" or args.ray_address:
+        extras.require("ray")       # not installed: one line naming the extra, before any work
+        return RayCluster(args.ray_address or os.environ.get("RAY_ADDRESS") or None)
+    return Serial()
+
+
+def _dry_run(plans, cache) -> int:
+    """List every job of ``plans``, whether the build cache has it, and what it declares."""
+    n = hits = 0
+    for p in plans:
+        for spec in p.specs:
+            cached = bool(cache and cache.get(spec.key))
+            n, hits = n + 1, hits + cached
+            print(f"{spec.release or p.recipe.name}  {spec.job.label:<32} {'cached' if cached else 'to build':<9} "
+                  f"{spec.memory / 2**30:5.1f} GiB  {spec.key[:16]}")
+    print(f"{n} jobs, {hits} in the build cache{'' if cache else ' (no cache)'}, {n - hits} to build")
+    return 0
+
+
+def _build_summary(releases: list[tuple[str, str]], path: str | None) -> str:
+    """One line on how the jobs of the built ``releases`` ((member or "", folder)) ran, from their build reports;
+    with ``path``, the JSON summary written there too ('-': standard output)."""
+    from .release.manifest import BUILD_REPORT
+
+    rows, where = [], {}
+    for name, folder in releases:
+        with open(os.path.join(folder, BUILD_REPORT), encoding="utf-8") as f:
+            report = json.load(f)
+        where = report.get("executor", {})
+        rows.append({"release": name or os.path.basename(os.path.normpath(folder)), "folder": folder,
+                     "jobs": report.get("jobs", [])})
+    jobs = [j for r in rows for j in r["jobs"]]
+    if path:
+        _write_or_print_json(path, {"kind": "edgedepth.build_summary", "executor": where, "releases": rows})
+    return (f"{len(jobs)} jobs, {sum(j['cached'] for j in jobs)} from the build cache, on {where.get('executor')} "
+            f"({where.get('nodes')} node{'s' if where.get('nodes') != 1 else ''}) in {where.get('wall_s')} s")
+
+
+def _release_family(args, overrides) -> int:
+    """``release --family NAME``: every member's recipe into OUT/<member>/ as one job graph, then verified."""
+    from .release.family import build_family, member_recipes, plans, verify_members
+
+    for flag, given in (("--recipe", args.recipe), ("--model", args.model), ("--name", args.name),
+                        ("--base-model", args.base_model), ("--max-depth", args.max_depth)):
+        if given is not None:
+            raise EdgedepthError(f"{flag} names one release; --family builds each member's own recipe")
+    recipes = member_recipes(args.family, synthetic=args.synthetic, images=args.images, **overrides)
+    cache, executor = _build_cache(args), _executor(args)
+    if args.dry_run:
+        return _dry_run(plans(recipes, gpu_check=not args.no_gpu_check, step=lambda name: None), cache)
+    with JobsBar(enabled=not args.quiet) as bar:
+        build_family(recipes, args.out, gpu_check=not args.no_gpu_check, executor=executor, cache=cache,
+                     step=bar.stage, jobs_progress=bar.jobs, force=args.force)
+    names = [n for n, _ in recipes]
+    report = _build_summary([(n, os.path.join(args.out, n)) for n in names], args.summary)
+    problems = verify_members(args.out, names)
+    for n in names:
+        print(f"{os.path.join(args.out, n)}: " + ("verified" if not problems[n] else "; ".join(problems[n][:3])))
+    print(f"{len(names)} release folders in {args.out}; {report}")
+    return 1 if any(problems.values()) else 0
 
 
 def cmd_recipe_new(args) -> int:
@@ -517,7 +612,8 @@ def _add_release(sub, o: _Options) -> None:
                     help="recipe file (Python that release executes, like setup.py, so only one you trust) or the name of "
                          "one edgedepth carries, e.g. depth-anything-3-small (default: depth-anything-v2-small, "
                          "edgedepth's own, never a file of the current folder)")
-    rl.add_argument("--out", required=True, help="release folder to (re)create")
+    rl.add_argument("--out", default=None, help="release folder to (re)create (with --family: the folder of the "
+                                                 "members' release folders)")
     rl.add_argument("--model", default=None,
                     help="override the recipe's checkpoint (e.g. synthetic, or your own: a folder, a .pth file)")
     rl.add_argument("--name", default=None,
@@ -532,6 +628,29 @@ def _add_release(sub, o: _Options) -> None:
     rl.add_argument("--no-gpu-check", action="store_true", help="skip the GPU delegation check")
     rl.add_argument("--force", action="store_true",
                     help="replace an earlier release even where files in it were changed or added (they are lost)")
+    rl.add_argument("--formats", default=None, metavar="LIST",
+                    help="build only these of the recipe's formats, comma-separated (litert, executorch, onnx)")
+    zoo = rl.add_argument_group("families, clusters and the build cache")
+    zoo.add_argument("--family", default=None, metavar="NAME",
+                     help="build every member of a family (depth-anything-v2, depth-anything-3) from its own recipe "
+                          "into OUT/<member>/, as one job graph, then verify each")
+    zoo.add_argument("--synthetic", choices=("tiny", "full"), default=None,
+                     help="with --family: build each member from its synthetic stand-in (no download)")
+    zoo.add_argument("--executor", choices=("serial", "ray"), default="serial",
+                     help="run the build's jobs here one after another (default) or as Ray tasks "
+                          "(needs the 'cluster' extra)")
+    zoo.add_argument("--ray-address", default=None, metavar="HOST:PORT",
+                     help="the Ray cluster to run on (default: $RAY_ADDRESS; none: start a local Ray)")
+    zoo.add_argument("--cache", default=None, metavar="DIR",
+                     help="the build cache: finished jobs by content, reused when nothing they are made from changed "
+                          "(default: $EDGEDEPTH_BUILD_CACHE or ~/.cache/edgedepth/builds)")
+    zoo.add_argument("--no-cache", action="store_true", help="neither use nor fill the build cache")
+    zoo.add_argument("--cache-size", default="20G", metavar="SIZE",
+                     help="cap of the build cache folder; least recently used jobs go first (default: %(default)s)")
+    zoo.add_argument("--dry-run", action="store_true",
+                     help="list the jobs, which are in the build cache and what they need; build nothing")
+    zoo.add_argument("--summary", default=None, metavar="PATH",
+                     help="write a JSON summary of the jobs: where each ran, how long, which were cached")
     rl.set_defaults(func=cmd_release)
 
 

@@ -20,6 +20,7 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "da3": (("depth_anything_3", "einops", "addict", "omegaconf"),
             "pip install 'edgedepth[da3]' && pip install --no-deps depth-anything-3==0.1.1"),
     "browser": (("playwright",), "pip install 'edgedepth[browser]'"),
+    "cluster": (("ray",), "pip install 'edgedepth[cluster]'"),
 }
 
 

@@ -35,6 +35,33 @@ class Stages:
         self._bar.close()
 
 
+class JobsBar:
+    """A build's jobs across a cluster: ``jobs done/total`` with how many run now and how many came from the cache;
+    ``stage(name)`` names what the driver does (loading, putting a release together)."""
+
+    def __init__(self, enabled: bool = True):
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=0, file=sys.stderr, disable=not enabled, leave=True, dynamic_ncols=True, unit="job",
+                         bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} jobs [{elapsed}]{postfix}")
+
+    def stage(self, name: str) -> None:
+        self._bar.set_description_str(name, refresh=True)
+
+    def jobs(self, counts) -> None:
+        """``counts``: ``release.graph.JobCounts``."""
+        self._bar.total, self._bar.n = counts.total, counts.done
+        self._bar.set_postfix_str(f"{counts.running} running, {counts.cached} cached", refresh=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *_):
+        if exc_type is None:
+            self._bar.set_description_str("done")
+        self._bar.close()
+
+
 @contextlib.contextmanager
 def quiet_output(enabled: bool = True):
     """Silence a library's own prints, progress bars, log records and warnings while it runs (we show one bar)."""

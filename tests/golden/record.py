@@ -3,6 +3,7 @@
     python tests/golden/record.py all             # rebuild both releases (~15-25 min on 2 cores) and record everything
     python tests/golden/record.py full DIR        # DIR from `make demo` (the synthetic full-size release)
     python tests/golden/record.py tiny DIR        # DIR built with tests/test_release.py's ARGS
+    python tests/golden/record.py family DIR      # DIR built with FAMILY_ARGS (every member's tiny stand-in, serial)
     python tests/golden/record.py state           # state-dict digests of the synthetic checkpoints, raw and rewritten
     python tests/golden/record.py check DIR [--json PATH]   # compare a synthetic full-size release with its goldens
                                                             # (make demo; --json: the result as data)
@@ -27,6 +28,10 @@ PATH = os.path.join(HERE, "release_sha256.json")
 RECIPE = os.path.join(ROOT, "recipes", "depth-anything-v2-small.py")
 TINY_ARGS = ["--model", "synthetic-tiny", "--sizes", "28x42", "--parity-images", "2", "--quiet"]
 FULL_SECTION, TINY_SECTION = "synthetic release", "synthetic-tiny release"
+# every member of both families from its tiny stand-in, LiteRT, one size (tests/test_cluster.py builds it on Ray)
+FAMILY_ARGS = ["--family", "depth-anything-v2,depth-anything-3", "--synthetic", "tiny", "--sizes", "28x42",
+               "--formats", "litert", "--parity-images", "1", "--no-gpu-check", "--quiet"]
+FAMILY_SECTION = "synthetic-tiny family"
 UNRECORDED = {"build-report.json"}    # machine-dependent by design (see edgedepth.release.build)
 
 
@@ -48,7 +53,7 @@ def _cpu():
 def release_files(folder) -> list[str]:
     """Relative paths of every recorded file of a release folder, subfolders included ("onnx/model.onnx")."""
     names = (os.path.relpath(os.path.join(d, f), folder) for d, _, fs in os.walk(folder) for f in fs)
-    return sorted(n for n in names if n not in UNRECORDED)
+    return sorted(n for n in names if os.path.basename(n) not in UNRECORDED)
 
 
 def hashes(folder) -> dict:
@@ -139,20 +144,23 @@ def record(kind, folder=None) -> None:
         data["state_dicts"] = state_dicts()
     elif kind == "tiny":
         data[TINY_SECTION] = {"args": TINY_ARGS, "recorded_on": _cpu(), "sha256": hashes(folder)}
+    elif kind == "family":      # {member/path: sha256} of every member folder
+        data[FAMILY_SECTION] = {"args": FAMILY_ARGS, "recorded_on": _cpu(), "executor": "serial",
+                                "sha256": hashes(folder)}
     elif kind == "full":
         m = json.load(open(os.path.join(folder, "manifest.json")))
         data[FULL_SECTION] = {"recorded_on": _cpu(), "sha256": hashes(folder),
                               "state_dict_sha256": m["provenance"]["checkpoint"]["state_dict_sha256"]}
     else:
-        raise SystemExit(f"record.py: unknown section {kind!r} (state, tiny, full)")
+        raise SystemExit(f"record.py: unknown section {kind!r} (state, tiny, family, full)")
     _write_json(PATH, data)
 
 
 def main(argv) -> int:
     if argv[:1] == ["check"] and len(argv) == 4 and argv[2] == "--json":
         return check(argv[1], argv[3])
-    if not argv or argv[0] not in ("all", "full", "tiny", "state", "check") or \
-            (argv[0] in ("full", "tiny", "check") and len(argv) != 2):
+    if not argv or argv[0] not in ("all", "full", "tiny", "family", "state", "check") or \
+            (argv[0] in ("full", "tiny", "family", "check") and len(argv) != 2):
         print(__doc__, file=sys.stderr)
         return 2
     if argv[0] == "check":

@@ -57,6 +57,23 @@ class ReleaseStep:
     model_name: str | None = None       # the user's own model's release name (config.json names it); None: upstream's
 
 
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One independent piece of a release: one export of a format at one size and the files it makes (every precision
+    its ladder derives from that one rewritten graph: a job per precision would convert the same graph again), each
+    opened, GPU-checked and parity-gated.  A build runs its jobs in any order, anywhere (``edgedepth.release.jobs``);
+    ``stages``: how many times it calls ``step``."""
+
+    format: str                 # Format.name
+    size: str                   # "HxW"
+    variant: str = ""           # "" or what else sets this export apart ("uint8 pixel input")
+    stages: int = 1
+
+    @property
+    def label(self) -> str:
+        return f"{self.format} {self.size}" + (f" {self.variant}" if self.variant else "")
+
+
 def list_option(flag: str, text: str, allowed) -> list[str]:
     """A comma-separated command-line option checked against ``allowed`` (deduplicated, order kept)."""
     items = [p.strip().lower() for p in text.split(",") if p.strip()]
@@ -201,13 +218,26 @@ class Format:
         """Its recipe section (``RECIPE[target_name]``) checked into an immutable value; one-line errors naming it."""
         raise NotImplementedError
 
-    def release_stages(self, part, sizes, *, gate: bool, gpu_check: bool) -> int:
-        """How many times :meth:`release_files` calls ``step`` (the build's progress total)."""
+    def release_jobs(self, part, sizes, *, gate: bool, gpu_check: bool) -> list[Job]:
+        """Its release's independent jobs, in the order their files are listed (``sizes``: the recipe's)."""
         raise NotImplementedError
 
-    def release_files(self, part, rs: ReleaseStep) -> tuple[list[dict], dict]:
-        """Export, check and gate its files for a release: (manifest entries, {size: rewrites applied})."""
+    def release_job(self, part, job: Job, rs: ReleaseStep) -> tuple[list[dict], dict]:
+        """Export, check and gate one job's files into ``rs.staging``: (manifest entries, {size: rewrites applied})."""
         raise NotImplementedError
+
+    def release_stages(self, part, sizes, *, gate: bool, gpu_check: bool) -> int:
+        """How many times its jobs call ``step`` (the build's progress total)."""
+        return sum(j.stages for j in self.release_jobs(part, sizes, gate=gate, gpu_check=gpu_check))
+
+    def release_files(self, part, rs: ReleaseStep) -> tuple[list[dict], dict]:
+        """Every job of its release, one after another, in ``rs.staging``: (manifest entries, {size: rewrites})."""
+        entries, rewrites = [], {}
+        for job in self.release_jobs(part, rs.sizes, gate=False, gpu_check=False):
+            files, done = self.release_job(part, job, rs)
+            entries += files
+            rewrites |= done
+        return entries, rewrites
 
     def release_entry(self, art, exported: Exported, size_text: str, io) -> dict:
         """Its manifest fields for one file (``io(h, w, ...)``: the I/O contract)."""

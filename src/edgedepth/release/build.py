@@ -7,82 +7,40 @@ the machine (parity at FP32 noise level moves with the CPU's kernels; latency al
 (:func:`parity_gate`) and writes what it measured to ``build-report.json`` -- beside the manifest, not listed in it, and
 ignored by ``verify``.  The manifest and model card carry parity and latency from committed benchmark JSON, and only
 for files whose SHA-256 matches the file that was measured.
+
+A build is a :class:`Plan` of independent jobs (:mod:`.jobs`: one export each, with its files' checks) that
+:func:`.graph.run_graph` runs -- here one after another, or on a Ray cluster (:mod:`.executors`), each looked up
+first in the build cache (:mod:`.cache`) -- and one assembly step that puts their outputs together in the recipe's
+order (:func:`assemble`): the same bytes whichever way the jobs ran.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import hashlib
+import dataclasses
 import json
 import os
+import shutil
 
 from .. import formats, interrupt
 from ..errors import EdgedepthError
 from ..images import image_set, image_set_hash
 from ..models import APACHE, member_of_hub_id
-from ..preprocess import preprocess
 from ..runtimes import REFERENCE_BACKEND
 from ..verify import records
-from ..verify.bench import environment
-from ..verify.parity import rel_l2
-from ..verify.validate import validate
-from ..verify.worst import side_by_side, worst_images
-from . import hub, manifest as mf, outdir
+from . import graph, hub, manifest as mf, outdir
+from .gate import FP32_GATE_FACTOR, INT8_GATE_REL_L2, build_report, fp32_noise, io_of as _io, parity_gate  # noqa: F401
+from .jobs import JobSpec, memory_bytes, versions as _versions
 from .modelcard import LOCAL_IMAGES, LOCAL_MODEL, release_family, render_model_card
 from .recipe import Recipe
 from .recommend import recommend
 
 PRESET_SIZES = ["518x686", "686x518", "518x518", "392x518", "252x252", "224x224"]
 BUILD_REPORT = mf.BUILD_REPORT
-# Parity gate of a build (tolerance policy, tests/README.md): FP32 files within FP32_GATE_FACTOR x PyTorch FP32's own
-# rel-L2 against a float64 run of the same checkpoint on the same image (measured in the build); quantised files within
-# INT8_GATE_REL_L2, a quantisation-level bound (measured ~3e-2) that FP32 rounding cannot reach.
-FP32_GATE_FACTOR = 10.0
-INT8_GATE_REL_L2 = 0.1
-
-
-def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for pkg in ("edgedepth", "torch", "transformers", "litert-torch", "litert-converter", "ai-edge-litert",
-                "ai-edge-quantizer", "executorch", "onnx", "onnxscript", "onnxruntime", "numpy"):
-        with contextlib.suppress(PackageNotFoundError):
-            out[pkg] = version(pkg)
-    return out
-
-
-def fp32_noise(module, x) -> float:
-    """PyTorch FP32's own rel-L2 against a float64 run of the same module on ``x``: the scale of FP32 rounding."""
-    return fp32_noise_by_output(module, x)["depth"]
-
-
-def fp32_noise_by_output(module, x) -> dict[str, float]:
-    """:func:`fp32_noise` of each output ``module`` returns ({role: rel-L2}; a ``DepthModule``'s ``outputs`` name a
-    tuple's maps: Depth Anything 3's depth and confidence)."""
-    import copy
-
-    import torch
-
-    with torch.inference_mode():
-        y32 = module(torch.from_numpy(x))
-        y64 = copy.deepcopy(module).double()(torch.from_numpy(x).double())
-    pairs = zip(y32, y64) if isinstance(y32, tuple) else [(y32, y64)]
-    return {role: rel_l2(a.numpy(), b.numpy()) for role, (a, b) in zip(getattr(module, "outputs", ("depth",)), pairs)}
-
-
-def parity_gate(precision: str, rel_l2: float, noise: float) -> tuple[float, bool]:
-    """(bound, passed) for a file's pooled rel-L2 against PyTorch FP32 (see FP32_GATE_FACTOR)."""
-    bound = FP32_GATE_FACTOR * noise if precision == "fp32" else INT8_GATE_REL_L2
-    return bound, rel_l2 <= bound
-
-
-_round_metrics = records.round_metrics      # the build report's parity values, rounded as records are
 
 
 def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
-    """How many times ``build`` calls ``progress``: the progress bar's total (keep in step with build's ``step`` calls)."""
+    """How many times ``build`` calls ``progress``: the progress bar's total (keep in step with build's ``step`` calls;
+    a job found in the build cache makes its stages at once)."""
     gate = recipe.parity_images != 0
     n = 2 + _licence_note(recipe)          # load (+ licence note), manifest
     n += sum(fmt.release_stages(part, recipe.sizes, gate=gate, gpu_check=gpu_check) for fmt, part in recipe.parts)
@@ -99,43 +57,93 @@ def _licence_note(recipe: Recipe) -> bool:
     return member is not None and member.license != APACHE
 
 
-def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None, force: bool = False) -> dict:
+@dataclasses.dataclass
+class Plan:
+    """One release of a build's job graph: its recipe, loaded checkpoint, gate photos and jobs (``specs``, in the
+    order the manifest lists their files; ``stages``: each one's progress steps); ``staging``: where it is put
+    together."""
+
+    recipe: Recipe
+    ckpt: object
+    lineage: tuple[dict, str | None]        # (the manifest's "model", the base model): _model_info
+    items: list
+    specs: list[JobSpec]
+    stages: list[int]
+    staging: str = ""
+
+
+def plan(recipe: Recipe, *, gpu_check: bool = True, release: str = "", step=lambda name: None) -> Plan:
+    """Load the checkpoint of ``recipe`` and list its jobs (``release``: its name in a family build)."""
+    from ..checkpoint import load_checkpoint, state_dict_digest
+
+    ckpt = load_checkpoint(recipe.model, max_depth=recipe.max_depth)
+    formats.check_exportable(ckpt.model)
+    model_info, base_model = _model_info(ckpt, recipe)
+    if model_info["license"] != "apache-2.0" and _licence_note(recipe):
+        step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
+    items = image_set(recipe.parity_folder, limit=recipe.parity_images) if recipe.parity_images != 0 else []
+    digest, images = state_dict_digest(ckpt.model), image_set_hash(items) if items else None
+    model = os.path.abspath(recipe.model) if os.path.exists(recipe.model) else recipe.model   # a worker's cwd differs
+    pictures = bool(items and recipe.parity_folder)
+    memory = memory_bytes(sum(p.numel() for p in ckpt.model.parameters()))
+    specs, stages = [], []
+    for fmt, part in recipe.parts:
+        gated = fmt.release_jobs(part, recipe.sizes, gate=bool(items), gpu_check=False)
+        plain = fmt.release_jobs(part, recipe.sizes, gate=False, gpu_check=False)
+        for job, g, p in zip(fmt.release_jobs(part, recipe.sizes, gate=bool(items), gpu_check=gpu_check), gated, plain):
+            specs.append(JobSpec(release, job, part, model, recipe.max_depth, digest, ckpt.file_stem, recipe.rewrites,
+                                 gpu_check, images, pictures, model_info["output_semantics"],
+                                 recipe.name if model_info.get("user_model") else None, memory))
+            stages.append(job.stages + (g.stages - p.stages) * pictures)    # + each gated file's worst photo
+    return Plan(recipe, ckpt, (model_info, base_model), items, specs, stages)
+
+
+def build(recipe: Recipe, out_dir: str, *, gpu_check: bool = True, progress=None, force: bool = False,
+          executor=None, cache=None, jobs_progress=None) -> dict:
     """Build the release folder ``out_dir`` from ``recipe`` (overrides applied: ``Recipe.with_overrides``); returns the
-    manifest dict.  Steps: 1 load the checkpoint, 2 each format's files (``Format.release_files``, in ``FORMATS``
-    order; each file parity-gated as it is made), 3 manifest, card, licence, notice, build report; all in a staging
-    folder swapped in atomically at the end.  ``force``: replace an earlier release even where its files were changed
-    or added to."""
-    from ..checkpoint import DepthModule, load_checkpoint
+    manifest dict.  Steps: 1 load the checkpoint, 2 each format's jobs (``Format.release_jobs``: files exported,
+    GPU-checked and parity-gated; in ``executor``, default this process, each looked up first in ``cache``, a
+    :class:`.cache.BuildCache`), 3 manifest, card, licence, notice, build report; all in a staging folder swapped in
+    atomically at the end.  ``force``: replace an earlier release even where its files were changed or added to.
+    ``progress(stage)``: each stage (of a serial build); ``jobs_progress``: a :class:`.graph.JobCounts` callback."""
+    from .executors import Serial
 
     step = interrupt.checking(progress)      # every stage start is a point where a swallowed Ctrl-C stops
-    sizes = list(recipe.sizes)
     with outdir.staged(out_dir, force=force) as staging:      # checks, locks, swaps atomically; out_dir untouched on failure
         step(f"load {recipe.model}")                                                          # 1
-        ckpt = load_checkpoint(recipe.model, max_depth=recipe.max_depth)
-        formats.check_exportable(ckpt.model)
-        model_info, base_model = _model_info(ckpt, recipe)
-        if model_info["license"] != "apache-2.0" and _licence_note(recipe):
-            step(f"licence of {model_info['family_member']}: {model_info['license']} (non-commercial use only)")
-        io = _io(ckpt.family, ckpt.outputs, model_info["output_semantics"])
-        items = image_set(recipe.parity_folder, limit=recipe.parity_images) if recipe.parity_images != 0 else []
-        gate = _Gate(DepthModule(ckpt.model, ckpt.outputs), items, step, staging if recipe.parity_folder else None)
-        measured = (records.read(recipe.latency_data, "latency"),      # committed measurement records
-                    records.read(recipe.parity_data, "parity", backend=REFERENCE_BACKEND))
-        entry = lambda path, exported, text, rel=None, gpu_check=False: _entry(  # noqa: E731
-            path, exported, text, io, gate, step, gpu_check, rel, ckpt.outputs)
-        rs = formats.ReleaseStep(ckpt, staging, tuple(sizes), recipe.rewrites, step, entry,
-                                 lambda rel, text: _write_text(os.path.join(staging, rel), text), gpu_check,
-                                 recipe.name if model_info.get("user_model") else None)
-        entries, rewrite_reports = [], {}
-        for fmt, part in recipe.parts:                                                         # 2
-            files, reports = fmt.release_files(part, rs)
-            entries += files
-            rewrite_reports = rewrite_reports or reports        # the first format's (LiteRT's): {size: rewrites}
-        entries = [_with_measurements(e, *measured) for e in entries]    # committed records matching the bytes
-        step("manifest, model card, license")                                                  # 3
-        manifest = _manifest(recipe, ckpt, (model_info, base_model), entries, rewrite_reports, items)
-        _write_folder_texts(staging, manifest, gate)
+        p = plan(recipe, gpu_check=gpu_check, step=step)
+        p.staging = staging
+        with (executor or Serial()) as ex:                                                     # 2
+            outputs, where = graph.run_graph([p], ex, cache, step, jobs_progress)
+        assemble(p, outputs[0], step, where)                                                   # 3
     return mf.load(out_dir)
+
+
+def assemble(p: Plan, outputs: list, step, where: dict | None = None) -> dict:
+    """Put a plan's job outputs (``graph.Output``, in ``p.specs`` order) into its staging folder with the manifest,
+    card, licence, notice and build report; returns the manifest."""
+    entries, by_format, files_report, noise, jobs = [], {}, {}, {}, []
+    for spec, out in zip(p.specs, outputs):
+        for rel in out.result["files"]:
+            dst = os.path.join(p.staging, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            (shutil.copyfile if out.cached or out.filed else os.replace)(os.path.join(out.folder, rel), dst)
+        entries += out.result["entries"]
+        by_format.setdefault(spec.job.format, {}).update(out.result["rewrites"])
+        files_report |= out.result["report"]
+        for size, roles in out.result["noise"].items():
+            noise.setdefault(size, roles)
+        jobs.append({"job": spec.job.label, "key": spec.key, "cached": out.cached, **out.result["ran"]})
+    interrupt.check()
+    # the first format's (LiteRT's) rewrites per size
+    rewrite_reports = next((by_format[f.name] for f, _ in p.recipe.parts if by_format.get(f.name)), {})
+    measured = (records.read(p.recipe.latency_data, "latency"),      # committed measurement records
+                records.read(p.recipe.parity_data, "parity", backend=REFERENCE_BACKEND))
+    entries = [_with_measurements(e, *measured) for e in entries]    # committed records matching the bytes
+    step("manifest, model card, license")
+    manifest = _manifest(p.recipe, p.ckpt, p.lineage, entries, rewrite_reports, p.items)
+    _write_folder_texts(p.staging, manifest, build_report(noise, files_report, jobs) | {"executor": where or {}})
+    return manifest
 
 
 def _manifest(recipe: Recipe, ckpt, lineage: tuple[dict, str | None], entries: list[dict], rewrite_reports: dict,
@@ -217,7 +225,7 @@ def _is_carried(path: str) -> bool:
     return os.path.isfile(own) and os.path.samefile(own, path)
 
 
-def _write_folder_texts(staging: str, manifest: dict, gate: "_Gate") -> None:
+def _write_folder_texts(staging: str, manifest: dict, report: dict) -> None:
     """manifest.json, then the card generated from it, LICENSE, NOTICE, .gitattributes (model files to Git LFS on the
     Hub: :mod:`.hub`), the manifest again with those listed, and the build report (this machine's measurements, not
     listed)."""
@@ -227,92 +235,7 @@ def _write_folder_texts(staging: str, manifest: dict, gate: "_Gate") -> None:
     _write_text(os.path.join(staging, "NOTICE"), _notice_text(manifest))
     hub.write_gitattributes(staging)
     mf.write(staging, manifest | {"files": manifest["files"] + _text_entries(staging)})
-    _write_text(os.path.join(staging, BUILD_REPORT), json.dumps(gate.summary(), indent=2, sort_keys=True) + "\n")
-
-
-class _Gate:
-    """Build-time parity on this machine: fails the build when a file is out of tolerance; values go to the report.
-    Every output of the file is gated (``reference``: a ``DepthModule`` with the family's ``outputs``): the depth, and
-    Depth Anything 3's confidence, each by its own FP32 noise."""
-    def __init__(self, reference, items, step, pictures: str | None = None):
-        self.reference, self.items, self.step = reference, items, step
-        self.pictures = pictures        # a folder for each file's worst photo side by side (the user's own photos)
-        self.noise: dict[str, dict[str, float]] = {}    # {size: {role: PyTorch FP32 vs float64 rel-L2}}
-        self.report: dict[str, dict] = {}
-
-    def check(self, art, precision: str, size: tuple[int, int], rel: str | None = None) -> None:
-        """Parity of ``art`` (a :class:`formats.Artifact`: not described or hashed again) on the CPU."""
-
-        if not self.items:
-            return
-        rel = rel or art.name
-        key = f"{size[0]}x{size[1]}"
-        if key not in self.noise:
-            self.noise[key] = fp32_noise_by_output(self.reference, preprocess(self.items[0].load(), size))
-        self.step(f"parity {rel} ({len(self.items)} images)")
-        (row,) = validate([art], [REFERENCE_BACKEND], self.reference, self.items)
-        if row["status"] != "ok":
-            raise EdgedepthError(f"parity gate: {rel} failed on the CPU: {row['error']}")
-        report = self.report.setdefault(rel, {})
-        report["worst_images"] = worst_images(row)
-        if self.pictures:
-            self.step(f"worst photo of {rel}")
-            worst = next(it for it in self.items if it.id == report["worst_images"][0]["image"])
-            name = mf.WORST_PNG[0] + rel.replace("/", "_") + mf.WORST_PNG[1]
-            side_by_side(art, self.reference, worst, size, os.path.join(self.pictures, name))
-            report["worst_picture"] = name
-        for role, metrics in {"depth": row["metrics"], **row.get("output_metrics", {})}.items():
-            got = metrics["pooled_rel_l2"]
-            bound, ok = parity_gate(precision, got, self.noise[key][role])
-            report["parity_cpu" if role == "depth" else f"parity_cpu_{role}"] = {**_round_metrics(metrics),
-                                                                                  "gate_bound": bound}
-            if not ok:
-                what = rel if role == "depth" else f"{rel}'s {role}"
-                raise EdgedepthError(f"parity gate: {what} is {got:.3e} from PyTorch FP32 (bound {bound:.3e}); "
-                                     "not released")
-
-    def summary(self) -> dict:
-        return {"kind": "edgedepth.build_report", "environment": environment(threads=2),
-                "pytorch_fp32_vs_float64_rel_l2": {k: v["depth"] for k, v in self.noise.items()},
-                **({"pytorch_fp32_vs_float64_rel_l2_by_output": self.noise}
-                   if any(len(v) > 1 for v in self.noise.values()) else {}),
-                "files": self.report,
-                "note": "measured on the building machine; not part of the reproducible release (see manifest.json)"}
-
-
-def _io(family, roles: tuple[str, ...], semantics: str):
-    """``io(h, w, *names, fmt=..., **kw)``: :func:`manifest.io_contract` with the member's depth semantics and, for a
-    model with more outputs than the depth (``roles``: ``Checkpoint.outputs``), those outputs as ``fmt``'s files name
-    them, described by ``family.output_texts``."""
-    def io(h: int, w: int, *names, fmt=None, **kw) -> dict:
-        named = zip(roles, fmt.output_names(roles)) if fmt is not None else ()
-        more = [{"role": r, "name": n, "semantics": family.output_texts[r]} for r, n in list(named)[1:]]
-        return mf.io_contract(h, w, *names, semantics=semantics, more_outputs=more, **kw)
-    return io
-
-
-def _entry(path: str, exported, text: str, io, gate: "_Gate", step, gpu_check: bool = False, rel: str | None = None,
-           roles: tuple[str, ...] = ("depth",)):
-    """A model file's manifest entry: opened (described and hashed) once, its format's fields, the GPU check (formats
-    that have one, when asked) and the parity gate (files this machine's runtime runs) on that one Artifact.
-    ``roles``: the outputs the file must have (``Checkpoint.outputs``), which its entry describes."""
-    art = formats.open_artifact(path)
-    rel = rel or art.name
-    if len(art.info["outputs"]) != len(roles):
-        raise EdgedepthError(f"{rel}: {len(art.info['outputs'])} outputs, but its family's files have "
-                             f"{len(roles)} ({', '.join(roles)}); not released")
-    entry = art.format.release_entry(art, exported, text, functools.partial(io, fmt=art.format))
-    if gpu_check and art.format.has_gpu_check:
-        step(f"GPU check {rel}")
-        g = art.gpu_check()
-        if g.get("gpu_hazards"):
-            raise EdgedepthError(f"{rel}: {g['gpu_hazards']} ops LiteRT's GPU accelerator computes wrongly although "
-                                 "it delegates them (inspect shows them); not released")
-        entry["gpu_fully_delegated"] = g["fully_delegated"]
-        gate.report[rel] = {"gpu_check": {"adapter": (g["adapter"] or "").split(",")[0] or None, "error": g["error"]}}
-    if art.format.runs_here(exported):
-        gate.check(art, exported.precision, art.size, rel)
-    return mf.artifact_entry(art, rel, **entry)
+    _write_text(os.path.join(staging, BUILD_REPORT), json.dumps(report, indent=2, sort_keys=True) + "\n")
 
 
 def _with_measurements(entry: dict, latency: dict, parity: dict) -> dict:

@@ -422,6 +422,7 @@ def _recipe_file(c: _Card) -> str:
 # the order the Rebuild line gives them.
 _REBUILD_OPTIONS = (("model", "--model", str), ("max_depth", "--max-depth", str), ("name", "--name", str),
                     ("base_model", "--base-model", lambda v: v or "none"), ("sizes", "--sizes", ",".join),
+                    ("formats", "--formats", ",".join),
                     ("parity_folder", "--images", str),
                     ("parity_images", "--parity-images", lambda v: None if v is None else str(v)))   # None: --images
 

@@ -44,6 +44,11 @@ class Recipe:
     given: frozenset = frozenset()              # fields the user set on the command line (even to the file's value)
 
     @property
+    def formats(self) -> tuple[str, ...]:
+        """The target names of its formats (``Format.target_name``), in ``FORMATS`` order."""
+        return tuple(fmt.target_name for fmt, _ in self.parts)
+
+    @property
     def overrides(self) -> dict[str, Any]:
         """{field: value} of the overridable fields (``OVERRIDABLE``) that differ from the recipe file's own values
         or that the user gave (``with_overrides``): what a rebuild must pass again (the release's provenance records
@@ -53,9 +58,11 @@ class Recipe:
 
     def with_overrides(self, *, model: str | None = None, sizes: list[str] | None = None,
                        parity_images: int | None = None, name: str | None = None, base_model: str | None = None,
-                       images: str | None = None, max_depth: float | str | None = None) -> "Recipe":
+                       images: str | None = None, max_depth: float | str | None = None,
+                       formats: list[str] | None = None) -> "Recipe":
         """The recipe with the CLI's overrides applied (validated like the file's own values; ``sizes`` None: the
-        recipe's, a list: those, at least one, none twice; ``base_model`` "none": no base model)."""
+        recipe's, a list: those, at least one, none twice; ``base_model`` "none": no base model; ``formats``: the recipe's
+        formats to keep, by target name)."""
         given = {k for k, v in (("name", name), ("base_model", base_model), ("max_depth", max_depth)) if v is not None}
         r = dataclasses.replace(
             self, model=model or self.model,
@@ -66,10 +73,18 @@ class Recipe:
             base_model=self.base_model if base_model is None else checked_base_model(base_model, "--base-model"),
             parity_folder=self.parity_folder if images is None else images,
             max_depth=self.max_depth if max_depth is None else checked_max_depth(max_depth, "--max-depth"),
-            given=self.given | given)
+            given=self.given | given, parts=self.parts if formats is None else self._kept(formats))
         if r.parity_images is not None and r.parity_images < 0:
             raise EdgedepthError(f"parity images {r.parity_images}: must be >= 0")
         return r
+
+    def _kept(self, names: list[str]) -> tuple:
+        names = [n.strip().lower() for n in names if n.strip()]
+        bad = [n for n in names if n not in self.formats]
+        if bad or not names:
+            raise EdgedepthError(f"--formats {','.join(names) or '(none)'}: this recipe makes "
+                                 f"{', '.join(self.formats)} (comma-separated, at least one)", option="formats")
+        return tuple((fmt, part) for fmt, part in self.parts if fmt.target_name in names)
 
     def part(self, fmt):
         """The recipe's section for ``fmt`` (a Format), or None when it has none."""
@@ -151,7 +166,8 @@ def from_dict(d: dict, *, path: str = "", sha256: str = "") -> Recipe:
         latency_data=tuple(d.get("latency_data", [])),
         path=path, sha256=sha256, parity_folder=folder, max_depth=max_depth,
         declared=(("model", model), ("sizes", sizes), ("parity_images", parity_images), ("name", name),
-                  ("base_model", base_model), ("parity_folder", folder), ("max_depth", max_depth)))
+                  ("base_model", base_model), ("parity_folder", folder), ("max_depth", max_depth),
+                  ("formats", tuple(fmt.target_name for fmt, _ in parts))))
     return r
 
 

@@ -253,7 +253,7 @@ class SymbolicSizeHead(nn.Module):
 
 class StaticRope(nn.Module):
     """Depth Anything 3's 2-D rotary position embedding with its frequency-table length fixed (``da3_static_rope``):
-    the package's own ``_compute_frequency_components`` / ``_apply_1d_rope`` on the same length the package derives
+    the package's own frequency tables (:meth:`tables`) and ``_apply_1d_rope`` on the same length the package derives
     from the positions at run time (``int(positions.max()) + 1``, which torch.export cannot trace)."""
 
     def __init__(self, rope: nn.Module, max_position: int):
@@ -261,9 +261,21 @@ class StaticRope(nn.Module):
         self.rope = rope
         self.max_position = int(max_position)
 
+    def tables(self, dim: int, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """(cos, sin): the package's ``_compute_frequency_components`` -- the same ops in the same order -- without
+        its cache.  Through the cache, an export traced the tables as ops or, after a PyTorch run at that size (a
+        release's parity gate) had filled it, as constants: other bytes for the same job, depending on what ran
+        before it in the process."""
+        exponents = torch.arange(0, dim, 2, device=device).float() / dim
+        inv_freq = 1.0 / (self.rope.base_frequency ** exponents)
+        positions = torch.arange(self.max_position, device=device, dtype=inv_freq.dtype)
+        angles = torch.einsum("i,j->ij", positions, inv_freq).to(dtype)
+        angles = torch.cat((angles, angles), dim=-1)
+        return angles.cos().to(dtype), angles.sin().to(dtype)
+
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         dim = tokens.size(-1) // 2
-        cos, sin = self.rope._compute_frequency_components(dim, self.max_position, tokens.device, tokens.dtype)
+        cos, sin = self.tables(dim, tokens.device, tokens.dtype)
         vertical, horizontal = tokens.chunk(2, dim=-1)
         return torch.cat((self.rope._apply_1d_rope(vertical, positions[..., 0], cos, sin),
                           self.rope._apply_1d_rope(horizontal, positions[..., 1], cos, sin)), dim=-1)

@@ -38,7 +38,7 @@ from ...fsutil import atomic_path, read_input, write_bytes_atomic
 from ...models import DEFAULT_STEM, family_of
 from ...preprocess import DEFAULT_SIZE, Processor, parse_size
 from ...progress import quiet_output as _quiet
-from ..base import CardContext, CliOption, Exported, Format, ReleaseStep, recipe_field, recommends
+from ..base import CardContext, CliOption, Exported, Format, Job, ReleaseStep, recipe_field, recommends
 from .hub_files import (CONFIG, ONNX_LAYOUT as HUB_LAYOUT, PREPROCESSOR_CONFIG, TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE,
                         config_json, preprocessor_config_json)
 
@@ -565,23 +565,23 @@ class Onnx(Format):
             raise EdgedepthError(f"recipe {where}: onnx precisions {list(precisions)} (choose from {PRECISIONS})")
         return RecipePart(precisions)
 
-    def release_stages(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> int:
-        return 1 + len(part.precisions) * gate
+    def release_jobs(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> list[Job]:
+        """One export at the release's first size (the size the files record as edgedepth's)."""
+        return [Job(self.name, sizes[0], stages=1 + len(part.precisions) * gate)]
 
-    def release_files(self, part: RecipePart, rs: ReleaseStep) -> tuple[list[dict], dict]:
-        """Files in onnx-community's layout (``HUB_LAYOUT``), parity-gated on ONNX Runtime (CPU) at the release's
-        first size (the size the files record as edgedepth's).  Dynamic height and width with ``config.json`` and
-        ``preprocessor_config.json`` (the transformers.js layout) for a family whose rewrites can keep the size
-        symbolic and whose checkpoints have a transformers config; else (Depth Anything 3: static RoPE, frozen
-        position embedding; no transformers / transformers.js class) fixed-size files at that size, no JSON."""
+    def release_job(self, part: RecipePart, job: Job, rs: ReleaseStep) -> tuple[list[dict], dict]:
+        """Files in onnx-community's layout (``HUB_LAYOUT``), parity-gated on ONNX Runtime (CPU).  Dynamic height and
+        width with ``config.json`` and ``preprocessor_config.json`` (the transformers.js layout) for a family whose
+        rewrites can keep the size symbolic and whose checkpoints have a transformers config; else (Depth Anything 3:
+        static RoPE, frozen position embedding; no transformers / transformers.js class) fixed-size files at that
+        size, no JSON."""
         import shutil
 
         from ...rewrites import format_defaults
 
-        text = rs.sizes[0]
-        h, w = parse_size(text)
+        h, w = parse_size(job.size)
         dynamic = format_defaults(rs.ckpt.model, DYNAMIC_REWRITES)[1]
-        rs.step(f"ONNX {text}: {', '.join(part.precisions)}")
+        rs.step(f"ONNX {job.size}: {', '.join(part.precisions)}")
         work = os.path.join(rs.staging, ".onnx-export")
         files = self.export(rs.ckpt.model, h, w, work, precisions=part.precisions, dynamic_size=dynamic)
         entries = []
@@ -589,7 +589,7 @@ class Onnx(Format):
             rel = HUB_LAYOUT[f.precision]
             os.makedirs(os.path.dirname(os.path.join(rs.staging, rel)), exist_ok=True)
             os.replace(f.path, os.path.join(rs.staging, rel))
-            entries.append(rs.entry(os.path.join(rs.staging, rel), f, text, rel=rel))
+            entries.append(rs.entry(os.path.join(rs.staging, rel), f, job.size, rel=rel))
         shutil.rmtree(work, ignore_errors=True)
         if dynamic:     # the transformers.js layout (only V2's rewrites keep the size symbolic: a transformers model)
             rs.write_text(CONFIG, config_json(rs.ckpt.model, rs.model_name))

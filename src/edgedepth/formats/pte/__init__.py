@@ -45,7 +45,7 @@ from ...fsutil import atomic_path, read_input
 from ...models import DEFAULT_STEM
 from ...preprocess import parse_size
 from ...progress import quiet_output as _quiet
-from ..base import CardContext, CliOption, Exported, Format, ReleaseStep, check_sizes, list_option, recipe_field
+from ..base import CardContext, CliOption, Exported, Format, Job, ReleaseStep, check_sizes, list_option, recipe_field
 
 
 PTE_IDENTIFIER = b"ET"          # flatbuffer file identifier "ET12" (schema version digits follow)
@@ -436,21 +436,19 @@ class ExecuTorch(Format):
                                  f"{part.precisions} (choose from {BACKENDS} / {PRECISIONS})")
         return part
 
-    def release_stages(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> int:
+    def release_jobs(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> list[Job]:
+        """An export per size of its own (every backend and precision of one program); XNNPACK files are gated."""
         runnable = any(b in RUNNABLE_BACKENDS for b in part.backends)
-        return len(part.sizes) * (1 + len(part.precisions) * runnable * gate)
+        return [Job(self.name, text, stages=1 + len(part.precisions) * runnable * gate) for text in part.sizes]
 
-    def release_files(self, part: RecipePart, rs: ReleaseStep) -> tuple[list[dict], dict]:
-        """ExecuTorch .pte files per the recipe; XNNPACK files pass the parity gate (the runtime here runs only
+    def release_job(self, part: RecipePart, job: Job, rs: ReleaseStep) -> tuple[list[dict], dict]:
+        """ExecuTorch .pte files of one size; XNNPACK files pass the parity gate (the runtime here runs only
         XNNPACK)."""
-        entries = []
-        for text in part.sizes:
-            h, w = parse_size(text)
-            rs.step(f"ExecuTorch {text}: {', '.join(part.backends)}")
-            files = self.export(rs.ckpt.model, h, w, rs.staging, precisions=part.precisions, backends=part.backends,
-                                stem=rs.ckpt.file_stem)
-            entries += [rs.entry(f.path, f, text) for f in files]
-        return entries, {}
+        h, w = parse_size(job.size)
+        rs.step(f"ExecuTorch {job.size}: {', '.join(part.backends)}")
+        files = self.export(rs.ckpt.model, h, w, rs.staging, precisions=part.precisions, backends=part.backends,
+                            stem=rs.ckpt.file_stem)
+        return [rs.entry(f.path, f, job.size) for f in files], {}
 
     def release_entry(self, art, exported: Exported, size_text: str, io) -> dict:
         """Its delegate, delegation counts and quantisation."""

@@ -31,7 +31,7 @@ from ...progress import quiet_output as _quiet
 from ...runtimes import native_log_captured
 from ...runtimes.litert import GPU_OPTIONS
 from ...runtimes.vulkan import vulkan_env
-from ..base import CardContext, CliOption, Exported, Format, ReleaseStep, recipe_field
+from ..base import CardContext, CliOption, Exported, Format, Job, ReleaseStep, recipe_field
 from .precisions import LADDER, calibration_inputs, quantize
 
 
@@ -306,6 +306,7 @@ def needs_calibration(precisions) -> bool:
 
 INPUT_DTYPES = ("float32", "uint8")
 PIXEL_INPUT_PRECISIONS = ("fp32", "fp16")   # precisions written with a uint8 input (float compute: the GPU files)
+PIXEL_VARIANT = "uint8 pixel input"         # the release job that writes them
 
 
 def file_name(height: int, width: int, precision: str, plain: bool = False, stem: str = DEFAULT_STEM,
@@ -524,26 +525,23 @@ class LiteRT(Format):
                                  f"{PIXEL_INPUT_PRECISIONS}: float files, for the GPU)")
         return RecipePart(precisions, pixel)
 
-    def release_stages(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> int:
-        n = len(sizes) * (1 + len(part.precisions) * (gpu_check + gate))
-        return n + (1 + len(part.pixel_input) * (gpu_check + gate) if part.pixel_input else 0)
+    def release_jobs(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> list[Job]:
+        """An export per size (every precision from its FP32 file) + the uint8-input GPU files at the first size."""
+        per_file = gpu_check + gate
+        jobs = [Job(self.name, text, stages=1 + len(part.precisions) * per_file) for text in sizes]
+        if part.pixel_input:
+            jobs.insert(1, Job(self.name, sizes[0], PIXEL_VARIANT, 1 + len(part.pixel_input) * per_file))
+        return jobs
 
-    def release_files(self, part: RecipePart, rs: ReleaseStep) -> tuple[list[dict], dict]:
-        """The .tflite files of every size (+ the uint8-input GPU files at the first size), GPU-checked and
-        parity-gated as they are made."""
-        entries, rewrite_reports = [], {}
-        for text in rs.sizes:
-            h, w = parse_size(text)
-            rs.step(f"rewrites + export {text}")
-            files = self.export(rs.ckpt.model, h, w, rs.staging, precisions=part.precisions, rewrites=rs.rewrites,
-                                stem=rs.ckpt.file_stem)
-            rewrite_reports[text] = files[0].rewrites
-            if part.pixel_input and text == rs.sizes[0]:   # the GPU files: uint8 pixels in
-                rs.step(f"rewrites + export {text}, uint8 pixel input")
-                files += self.export(rs.ckpt.model, h, w, rs.staging, precisions=part.pixel_input,
-                                     rewrites=rs.rewrites, stem=rs.ckpt.file_stem, input_dtype="uint8")
-            entries += [rs.entry(f.path, f, text, gpu_check=rs.gpu_check) for f in files]
-        return entries, rewrite_reports
+    def release_job(self, part: RecipePart, job: Job, rs: ReleaseStep) -> tuple[list[dict], dict]:
+        """One size's .tflite files (or the uint8-input GPU files), GPU-checked and parity-gated as they are made."""
+        h, w = parse_size(job.size)
+        pixel = job.variant == PIXEL_VARIANT
+        rs.step(f"rewrites + export {job.size}" + (f", {PIXEL_VARIANT}" if pixel else ""))
+        files = self.export(rs.ckpt.model, h, w, rs.staging, precisions=part.pixel_input if pixel else part.precisions,
+                            rewrites=rs.rewrites, stem=rs.ckpt.file_stem, **({"input_dtype": "uint8"} if pixel else {}))
+        entries = [rs.entry(f.path, f, job.size, gpu_check=rs.gpu_check) for f in files]
+        return entries, ({} if pixel else {job.size: files[0].rewrites})
 
     def release_entry(self, art, exported: Exported, size_text: str, io) -> dict:
         """uint8-input files say so in their I/O."""

@@ -38,6 +38,7 @@ BASE = Arch(768, 12, 12, (3, 6, 9, 12), 128, (96, 192, 384, 768))
 LARGE = Arch(1024, 24, 16, (5, 12, 18, 24), 256, (256, 512, 1024, 1024))
 TINY = Arch(32, 4, 2, (1, 2, 3, 4), 16, (8, 16, 24, 32), 8)
 TINY_LARGE = Arch(32, 8, 2, (2, 4, 6, 8), 16, (8, 16, 32, 32), 8)      # L's uneven stages, equal last two widths
+TINY_BASE = Arch(48, 4, 3, (1, 2, 3, 4), 16, (12, 24, 48, 48), 8)      # B's shape of S at other tiny widths
 
 
 NAME = "depth_anything_v2"       # the family's name: file stems, the rewrites' FAMILIES
@@ -67,6 +68,12 @@ SYNTHETIC: dict[str, tuple[str, Arch]] = {
     "synthetic-tiny-large": ("large", TINY_LARGE),
     "synthetic-tiny-metric-indoor": ("metric-indoor-small", TINY),
     "synthetic-tiny-metric-outdoor": ("metric-outdoor-small", TINY),
+    # every other member's (a whole family at tiny widths: release --family ... --synthetic tiny)
+    "synthetic-tiny-base": ("base", TINY_BASE),
+    "synthetic-tiny-metric-indoor-base": ("metric-indoor-base", TINY_BASE),
+    "synthetic-tiny-metric-outdoor-base": ("metric-outdoor-base", TINY_BASE),
+    "synthetic-tiny-metric-indoor-large": ("metric-indoor-large", TINY_LARGE),
+    "synthetic-tiny-metric-outdoor-large": ("metric-outdoor-large", TINY_LARGE),
 }
 
 

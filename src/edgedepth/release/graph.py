@@ -1,0 +1,86 @@
+"""Run the jobs of one or more releases (``build.Plan``) as one graph: each looked up in the build cache first, the
+others in an executor (:mod:`.executors`), each finished job filed in the cache as it lands, so a build that is
+killed resumes from what it finished.  Outputs come back indexed by (release, job), never by completion order."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import time
+from typing import Callable
+
+
+@dataclasses.dataclass
+class Output:
+    """A finished job: the folder holding its files, its result (``jobs.run_job``), whether it came from the cache
+    (``cached``) or was filed in it (``filed``; both: its folder is the cache's, to copy from, never to move)."""
+
+    folder: str
+    result: dict
+    cached: bool = False
+    filed: bool = False
+
+
+@dataclasses.dataclass
+class JobCounts:
+    """The graph's progress: jobs in all, done (built or cached), cached, in flight (submitted, not finished) and
+    running (in flight, at most as many as the executor has slots: Ray queues the rest)."""
+
+    total: int
+    done: int = 0
+    cached: int = 0
+    in_flight: int = 0
+    slots: int = 1
+
+    @property
+    def running(self) -> int:
+        return min(self.in_flight, self.slots)
+
+
+def run_graph(plans: list, executor, cache, step: Callable[[str], None],
+              jobs_progress: Callable[[JobCounts], None] | None = None) -> tuple[list[list[Output]], dict]:
+    """Every job of ``plans`` (each with its ``staging`` set: finished jobs land beside it) -> (outputs per plan in
+    its jobs' order, where they ran: the executor's description, wall time, cache hits)."""
+    from .executors import Task
+
+    t0 = time.perf_counter()
+    outputs: dict[tuple[int, int], Output] = {}
+    todo = []
+    counts = JobCounts(total=sum(len(p.specs) for p in plans))
+    for pi, p in enumerate(plans):
+        for si, spec in enumerate(p.specs):
+            hit = cache.get(spec.key) if cache else None
+            if hit:
+                outputs[pi, si] = Output(hit[0], hit[1], cached=True)
+                counts.done, counts.cached = counts.done + 1, counts.cached + 1
+                for _ in range(p.stages[si]):
+                    step(f"cached: {spec.job.label}")
+            else:
+                todo.append(Task((pi, si), spec, p.ckpt, p.items))
+    counts.slots = int(executor.describe().get("cpus", 1))
+    report = jobs_progress or (lambda c: None)
+    report(counts)
+
+    def workdir(t) -> str:
+        folder = os.path.join(os.path.dirname(plans[t.index[0]].staging), "jobs", str(t.index[1]))
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        return folder
+
+    def started(t) -> None:
+        counts.in_flight += 1
+        report(counts)
+
+    for t, result, folder in executor.run(todo, workdir, step, started):
+        out = Output(folder, result)
+        if cache:
+            out = Output(cache.put(t.spec.key, folder, result), result, filed=True)
+        outputs[t.index] = out
+        counts.done, counts.in_flight = counts.done + 1, counts.in_flight - 1
+        report(counts)
+    if cache:
+        cache.evict(keep={s.key for p in plans for s in p.specs})
+    where = {**executor.describe(), "wall_s": round(time.perf_counter() - t0, 2), "jobs": counts.total,
+             "cached": counts.cached, **({"cache": cache.root} if cache else {})}
+    return [[outputs[pi, si] for si in range(len(p.specs))] for pi, p in enumerate(plans)], where
