@@ -105,10 +105,11 @@ with RayCluster("127.0.0.1:{PORT}") as ex:
 
 def cluster_phases(work: str, env: dict) -> dict:
     ray = os.path.join(BIN, "ray")
-    subprocess.run([ray, "start", "--head", "--num-cpus", "1", "--include-dashboard=false", "--disable-usage-stats",
-                    "--port", str(PORT)], env=env, check=True, capture_output=True)
-    subprocess.run([ray, "start", "--address", f"127.0.0.1:{PORT}", "--num-cpus", "1"], env=env, check=True,
-                   capture_output=True)
+    for args in (["--head", "--include-dashboard=false", "--disable-usage-stats", "--port", str(PORT)],
+                 ["--address", f"127.0.0.1:{PORT}"]):
+        r = subprocess.run([ray, "start", "--num-cpus", "1", *args], env=env, capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(f"ray start {' '.join(args)}: {r.stderr[-2000:]}")
     res = {"deterministic": deterministic_phase(env)}
     cache, addr = os.path.join(work, "cache"), ["--executor", "ray", "--ray-address", f"127.0.0.1:{PORT}"]
     p = edgedepth(*FAMILY_ARGS, *addr, "--cache", cache, "--out", os.path.join(work, "cold"),
@@ -126,7 +127,12 @@ def cluster_phases(work: str, env: dict) -> dict:
 
 def main(work: str) -> int:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "EDGEDEPTH_BUILD_CACHE": "off"}
+    # the test's own token for every node and driver (Ray 2.60 authenticates cluster traffic), and a home of its own
+    # (a local Ray writes ~/.ray/auth_token)
+    home = os.path.join(work, "home")
+    os.makedirs(home)
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "EDGEDEPTH_BUILD_CACHE": "off", "HOME": home,
+           "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": os.urandom(32).hex()}
     env.pop("RAY_ADDRESS", None)
     results = {"sigterm": sigterm_phase(work, env)}
     results.update(cluster_phases(work, env))

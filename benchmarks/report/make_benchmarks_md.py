@@ -21,7 +21,7 @@ from md_gpu_truth import (section_browser_h200, section_cpu_int8_xeon, section_g
                           summary_lines as truth_summary)
 from md_hostile import section_hostile, section_hostile_items
 from md_onnx import section_onnx_dynamic, summary_lines as onnx_summary
-from md_packaging import section_finetune_formats, section_predict_dynamic, section_python_versions, section_wheel
+from md_packaging import section_cluster_builds, section_finetune_formats, section_predict_dynamic, section_python_versions, section_wheel
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
 from md_peers import section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary
 from md_tjs import section_tjs_preprocessing
@@ -502,6 +502,7 @@ def render(plots: bool = True) -> str:
     section_wheel(L)
     section_python_versions(L)
     section_finetune_formats(L)
+    section_cluster_builds(L)
     section_parity(L, "parity_swiftshader.json", "Parity vs PyTorch on the GPU accelerator (SwiftShader, CPU machine)",
                    note="The full-size files compile fully on SwiftShader, but a full-size GPU run fails there when LiteRT "
                         "locks the tensor buffer (the row below says so; a software Vulkan driver, not the graph: the same "

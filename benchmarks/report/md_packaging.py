@@ -89,3 +89,32 @@ def section_finetune_formats(L: list[str]) -> None:
         L.append(f"{b['base']}: the files exported from every format are "
                  + ("byte-identical." if b["byte_identical_files"] else "**not** byte-identical.") + "")
         L.append("")
+
+
+def section_cluster_builds(L: list[str]) -> None:
+    r = load("cluster_builds.json")
+    if not r:
+        return
+    runs = {x["variant"]: x for x in r["runs"]}
+    o = r["overhead"]
+    L += ["## Release builds on a Ray cluster", "",
+          f"`benchmarks/cluster_builds.py`, {r['cpu']} ({r['cores']} cores), {r['date']}, commit {r['commit']}. "
+          f"Method: {r['method']}.", "",
+          "| tiny family ({} jobs) | executor | nodes | wall s | jobs from the cache |".format(len(runs["serial"]["jobs"])),
+          "|---|---|---|---|---|"]
+    for name, what in (("serial", "one process, one job after another"), ("ray", "Ray, cold cache"),
+                       ("ray_cached", "Ray, the same build again")):
+        x = runs[name]
+        L.append(f"| {what} | {x['executor']['executor']} | {x['executor']['nodes']} | {x['wall_s']:.1f} | "
+                 f"{sum(j['cached'] for j in x['jobs'])} of {len(x['jobs'])} |")
+    L += ["", f"Speed-up of two single-CPU nodes over one process: **{r['speedup_ray_vs_serial']:.2f}x**; the cached "
+          f"re-run takes {r['cached_vs_cold']:.1%} of the cold one. Every build's files equal the serial goldens "
+          "(`tests/test_cluster.py`).", "",
+          f"Ray's own overhead here: connecting a driver {o['connect_s']:.2f} s, an empty task's round trip "
+          f"{o['empty_task_round_trip_ms']:.1f} ms, a task returning 1 / 16 / 64 MB {o['return_1mb_ms']:.0f} / "
+          f"{o['return_16mb_ms']:.0f} / {o['return_64mb_ms']:.0f} ms (a job's files come back this way).", "",
+          f"Projected wall time of the same graph on more workers ({r['simulation_note']}):", "",
+          "| workers | projected wall s | its critical path (longest job + driver) s |", "|---|---|---|"]
+    for s in r["simulation"]:
+        L.append(f"| {s['workers']} | {s['projected_wall_s']:.1f} | {s['critical_path_s']:.1f} |")
+    L.append("")

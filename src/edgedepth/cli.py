@@ -751,7 +751,7 @@ def main(argv: list[str] | None = None, *, owns_process: bool | None = None) -> 
             with quiet_logs(verbose, owns_process=argv is None if owns_process is None else owns_process):
                 return args.func(args)
         except KeyboardInterrupt as e:
-            stop = e if isinstance(e, interrupt.Interrupted) else interrupt.Interrupted()
+            stop = interrupt.as_interrupted(e)
             with contextlib.suppress(OSError):      # SIGHUP: the terminal may be gone
                 print(f"edgedepth: {stop.word}", file=sys.stderr, flush=True)
             return stop.exit_code

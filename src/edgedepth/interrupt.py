@@ -59,6 +59,14 @@ def interrupted() -> bool:
     return _state["signum"] is not None
 
 
+def as_interrupted(e: KeyboardInterrupt) -> Interrupted:
+    """``e`` as an :class:`Interrupted`: a plain ``KeyboardInterrupt`` after a recorded signal is that signal (a
+    library re-raised our exception as its own: Ray's blocking calls do), else Ctrl-C."""
+    if isinstance(e, Interrupted):
+        return e
+    return Interrupted(_state["signum"] or signal.SIGINT)
+
+
 def check() -> None:
     """Raise :class:`Interrupted` if an interrupt was recorded: call it where a swallowed interrupt must not let work
     go on (after a converter returns, before a file or folder is put in place)."""

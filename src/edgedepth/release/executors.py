@@ -15,7 +15,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import signal
 import socket
+import threading
 from typing import Any, Callable, Iterator
 
 from .. import extras, interrupt
@@ -68,19 +70,24 @@ class RayCluster:
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None):
         self.address, self.num_cpus, self._ray = address, num_cpus, None
+        if address:
+            _check_reachable(address)       # before any work
 
     def __enter__(self):
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")     # no usage report from a build
         ray = extras.require("ray")
         kw = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
                   configure_logging=True)
+        ours = _signal_handlers()
         try:
             if self.address:
                 ray.init(address=self.address, **kw)
-            else:
-                ray.init(num_cpus=self.num_cpus, **kw)
+            else:       # "local": a new instance, never a cluster started earlier on this machine
+                ray.init(address="local", num_cpus=self.num_cpus, **kw)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise EdgedepthError(f"Ray cluster {self.address or '(local)'}: {' '.join(str(e).split())[:300]}") from None
+        finally:
+            _restore(ours)      # Ray's own SIGTERM handler aborts the process: Ctrl-C / SIGTERM stay ours
         self._ray = ray
         return self
 
@@ -153,6 +160,34 @@ class RayCluster:
                 ray.exceptions.OutOfMemoryError) as e:
             raise EdgedepthError(f"{what}: its worker died {MAX_RETRIES + 1} times "
                                  f"({type(e).__name__}); not released") from None
+
+
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _signal_handlers() -> dict:
+    """This process's Python handlers of the signals that end a command (``interrupt.SIGNALS``)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.getsignal(s) for s in interrupt.SIGNALS}
+
+
+def _restore(handlers: dict) -> None:
+    for s, h in handlers.items():
+        if h is not None:
+            signal.signal(s, h)
+
+
+def _check_reachable(address: str) -> None:
+    """One line when nothing answers at a cluster's ``HOST:PORT`` (``ray.init`` would retry for many minutes)."""
+    host, _, port = address.split("://")[-1].rpartition(":")
+    if address == "auto" or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except (OSError, ValueError) as e:
+        raise EdgedepthError(f"Ray cluster {address}: nothing answers there ({getattr(e, 'strerror', None) or e}); "
+                             "start it with `ray start --head`, or leave --ray-address out for a local Ray") from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -97,8 +97,9 @@ def cache_key(spec: JobSpec) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-# Peak memory of an export: the eager model, its rewritten copy, the exported program and the converter's buffers,
-# about GIB_PER_PARAM_GB x the FP32 weights on top of the runtime's own (measured: benchmarks/results/release_jobs.json)
+# What a job declares (an estimate, on the safe side): the libraries' own ~2 GiB (a worker running tiny jobs peaks at
+# 0.8-2.1 GiB: benchmarks/results/cluster_builds.json) plus the eager model, its rewritten copy, the exported program
+# and the converter's buffers, a few times the FP32 weights (a V2 Large export peaks near 9 GiB)
 BASE_MEMORY = 3 << 30
 WEIGHT_FACTOR = 7
 
