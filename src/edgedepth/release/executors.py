@@ -122,7 +122,8 @@ class RayCluster:
             if id(t.items) not in photos:
                 photos[id(t.items)] = ray.put(_held(t.items))
             ref = remote.options(num_cpus=1, memory=t.spec.memory, max_retries=MAX_RETRIES,
-                                 retry_exceptions=False, name=f"edgedepth {t.spec.release} {t.spec.job.label}"
+                                 retry_exceptions=False,
+                                 name=" ".join(filter(None, ("edgedepth", t.spec.release, t.spec.job.label)))
                                  ).remote(t.spec, photos[id(t.items)])
             refs[ref] = t
             if started:

@@ -67,7 +67,6 @@ def build_family(recipes, out: str, *, gpu_check: bool = True, executor, cache=N
     """Build every (member, recipe) of ``recipes`` into ``out/<member>/`` as one job graph; returns (each member's
     manifest, where and how the jobs ran).  Every member folder is replaced only when all of them are built."""
     step = interrupt.checking(step)
-    os.makedirs(out, exist_ok=True)
     if os.path.isfile(os.path.join(out, mf.MANIFEST)):
         raise EdgedepthError(f"{out!r} is a release folder: a family goes into a folder of release folders")
     ps = plans(recipes, gpu_check=gpu_check, step=step)
