@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -35,6 +36,11 @@ def scenario(tmp_path_factory):
     r = subprocess.run(["unshare", "--net", "--pid", "--mount-proc", "--kill-child", sys.executable,
                         os.path.join(HERE, "ray_scenario.py"), work], capture_output=True, text=True, timeout=1800)
     left = _host_ray_pids() - before
+    for _ in range(60):         # the namespace's processes are killed as its first process exits: give them time
+        if not left:
+            break
+        time.sleep(0.5)
+        left = _host_ray_pids() - before
     assert r.returncode == 0, r.stderr[-3000:]
     with open(os.path.join(work, "results.json")) as f:
         return work, json.load(f), left
