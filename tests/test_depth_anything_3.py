@@ -441,7 +441,7 @@ def test_da3_release_builds_and_verifies(da3_release):
     assert all([o["name"] for o in f["outputs"]] == ["predicted_depth", "confidence"] for f in onnx.values())
     assert all("transformers.js" not in f["recommended_runtime_options"] for f in onnx.values())
     assert not (da3_release / "config.json").exists() and not (da3_release / "preprocessor_config.json").exists()
-    # the build gated the confidence too, each output by its own PyTorch FP32-vs-float64 noise (build._Gate)
+    # the build gated the confidence too, each output by its own PyTorch FP32-vs-float64 noise (release.gate.Gate)
     rep = json.loads((da3_release / "build-report.json").read_text())
     gated = {f["path"] for f in m["files"] if "input" in f}
     assert set(rep["files"]) == gated and set(rep["pytorch_fp32_vs_float64_rel_l2_by_output"]["28x42"]) == \

@@ -28,7 +28,8 @@ from ..models import APACHE, member_of_hub_id
 from ..runtimes import REFERENCE_BACKEND
 from ..verify import records
 from . import graph, hub, manifest as mf, outdir
-from .gate import FP32_GATE_FACTOR, INT8_GATE_REL_L2, build_report, fp32_noise, io_of as _io, parity_gate  # noqa: F401
+from .gate import (FP32_GATE_FACTOR, INT8_GATE_REL_L2, build_report, fp32_noise, fp32_noise_by_output,  # noqa: F401
+                   io_of as _io, parity_gate)
 from .jobs import JobSpec, memory_bytes, versions as _versions
 from .modelcard import LOCAL_IMAGES, LOCAL_MODEL, release_family, render_model_card
 from .recipe import Recipe
