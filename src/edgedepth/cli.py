@@ -293,9 +293,8 @@ def cmd_release(args) -> int:
                      formats=None if args.formats is None else args.formats.split(","))
     if args.family:
         return _release_family(args, overrides)
-    for flag, given in (("--synthetic", args.synthetic),):
-        if given:
-            raise EdgedepthError(f"{flag} goes with --family (one release: --model synthetic-...)")
+    if args.synthetic:
+        raise EdgedepthError("--synthetic goes with --family (one release: --model synthetic-...)")
     if not args.dry_run:
         check_out_dir(args.out, force=args.force)    # refusals before any work (build checks again, under its lock)
     recipe = load_recipe(args.recipe).with_overrides(
