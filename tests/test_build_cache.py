@@ -203,3 +203,46 @@ def test_no_cache_and_bad_options(tmp_path):
     r = run_cli("release", "--family", "depth-anything-3", "--model", "synthetic", "--out", tmp_path / "y")
     assert r.returncode == 2 and "--model names one release" in r.stderr
     assert not os.path.exists(tmp_path / "x") and not os.path.exists(tmp_path / "y")
+
+
+class _Recording:
+    """An executor of ``cpus`` slots that runs nothing: it records the order tasks reach it and what had been planned
+    by then (``planned``: the plans a generator has made so far)."""
+
+    def __init__(self, cpus: int, planned: list):
+        self.cpus, self.planned, self.got = cpus, planned, []
+
+    def describe(self) -> dict:
+        return {"executor": "recording", "nodes": 1, "cpus": self.cpus}
+
+    def run(self, tasks, workdir, step, started=None):
+        self.got += [(t.index, len(self.planned)) for t in tasks]
+        yield from ()
+
+
+def _fake_plans(tmp_path, planned: list):
+    """Two releases of three jobs each (sizes in the recipe's order: small, large, middle) made one at a time."""
+    from edgedepth.formats.base import Job
+    from edgedepth.release.build import Plan
+    from edgedepth.release.jobs import JobSpec, memory_bytes
+
+    for r in ("a", "b"):
+        specs = [JobSpec(r, Job("tflite", size, stages=3), None, "m", None, "0" * 64, "m", "default", False, None,
+                         False, "relative", None, memory_bytes(1000)) for size in ("28x42", "280x420", "56x70")]
+        p = Plan(None, None, ({}, None), [], specs, [3, 3, 3], staging=str(tmp_path / r / "staging"))
+        planned.append(p)
+        yield p
+
+
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_jobs_go_out_as_each_plan_is_made_longest_first(tmp_path, cpus):
+    """Each plan's jobs reach the executor before the next plan is made (workers start while the driver loads the
+    next member); with several slots a plan's jobs go longest first, with one (serial) in the recipe's order."""
+    from edgedepth.release.graph import run_graph
+
+    planned = []
+    ex = _Recording(cpus, planned)
+    with pytest.raises(KeyError):          # the recording executor finishes nothing: no outputs to put together
+        run_graph(_fake_plans(tmp_path, planned), ex, None, lambda name: None)
+    order = [1, 2, 0] if cpus > 1 else [0, 1, 2]
+    assert ex.got == [((0, i), 1) for i in order] + [((1, i), 2) for i in order]

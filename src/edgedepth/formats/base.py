@@ -226,19 +226,6 @@ class Format:
         """Export, check and gate one job's files into ``rs.staging``: (manifest entries, {size: rewrites applied})."""
         raise NotImplementedError
 
-    def release_stages(self, part, sizes, *, gate: bool, gpu_check: bool) -> int:
-        """How many times its jobs call ``step`` (the build's progress total)."""
-        return sum(j.stages for j in self.release_jobs(part, sizes, gate=gate, gpu_check=gpu_check))
-
-    def release_files(self, part, rs: ReleaseStep) -> tuple[list[dict], dict]:
-        """Every job of its release, one after another, in ``rs.staging``: (manifest entries, {size: rewrites})."""
-        entries, rewrites = [], {}
-        for job in self.release_jobs(part, rs.sizes, gate=False, gpu_check=False):
-            files, done = self.release_job(part, job, rs)
-            entries += files
-            rewrites |= done
-        return entries, rewrites
-
     def release_entry(self, art, exported: Exported, size_text: str, io) -> dict:
         """Its manifest fields for one file (``io(h, w, ...)``: the I/O contract)."""
         raise NotImplementedError

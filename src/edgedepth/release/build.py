@@ -42,13 +42,27 @@ BUILD_REPORT = mf.BUILD_REPORT
 def stage_count(recipe: Recipe, *, gpu_check: bool = True) -> int:
     """How many times ``build`` calls ``progress``: the progress bar's total (keep in step with build's ``step`` calls;
     a job found in the build cache makes its stages at once)."""
+    return 2 + _licence_note(recipe) + sum(n for *_, n in _jobs(recipe, gpu_check))     # + load (+ licence), manifest
+
+
+def job_count(recipe: Recipe) -> int:
+    """How many jobs :func:`plan` lists for ``recipe``, without loading its checkpoint (a progress bar's total)."""
+    return len(_jobs(recipe, False))
+
+
+def _jobs(recipe: Recipe, gpu_check: bool) -> list[tuple]:
+    """[(format, its recipe part, job, the job's progress steps)] of ``recipe``, in the manifest's order; a recipe with
+    its own photos adds a step per gated file (its worst photo, pictured)."""
     gate = recipe.parity_images != 0
-    n = 2 + _licence_note(recipe)          # load (+ licence note), manifest
-    n += sum(fmt.release_stages(part, recipe.sizes, gate=gate, gpu_check=gpu_check) for fmt, part in recipe.parts)
-    if gate and recipe.parity_folder:      # each gated file's worst photo, pictured
-        n += sum(fmt.release_stages(part, recipe.sizes, gate=True, gpu_check=False)
-                 - fmt.release_stages(part, recipe.sizes, gate=False, gpu_check=False) for fmt, part in recipe.parts)
-    return n
+    out = []
+    for fmt, part in recipe.parts:
+        jobs = fmt.release_jobs(part, recipe.sizes, gate=gate, gpu_check=gpu_check)
+        pictured = [0] * len(jobs)
+        if gate and recipe.parity_folder:
+            gated, plain = (fmt.release_jobs(part, recipe.sizes, gate=g, gpu_check=False) for g in (True, False))
+            pictured = [g.stages - p.stages for g, p in zip(gated, plain)]
+        out += [(fmt, part, job, job.stages + extra) for job, extra in zip(jobs, pictured)]
+    return out
 
 
 def _licence_note(recipe: Recipe) -> bool:
@@ -88,14 +102,11 @@ def plan(recipe: Recipe, *, gpu_check: bool = True, release: str = "", step=lamb
     pictures = bool(items and recipe.parity_folder)
     memory = memory_bytes(sum(p.numel() for p in ckpt.model.parameters()))
     specs, stages = [], []
-    for fmt, part in recipe.parts:
-        gated = fmt.release_jobs(part, recipe.sizes, gate=bool(items), gpu_check=False)
-        plain = fmt.release_jobs(part, recipe.sizes, gate=False, gpu_check=False)
-        for job, g, p in zip(fmt.release_jobs(part, recipe.sizes, gate=bool(items), gpu_check=gpu_check), gated, plain):
-            specs.append(JobSpec(release, job, part, model, recipe.max_depth, digest, ckpt.file_stem, recipe.rewrites,
-                                 gpu_check, images, pictures, model_info["output_semantics"],
-                                 recipe.name if model_info.get("user_model") else None, memory))
-            stages.append(job.stages + (g.stages - p.stages) * pictures)    # + each gated file's worst photo
+    for _, part, job, n in _jobs(recipe, gpu_check):
+        specs.append(JobSpec(release, job, part, model, recipe.max_depth, digest, ckpt.file_stem, recipe.rewrites,
+                             gpu_check, images, pictures, model_info["output_semantics"],
+                             recipe.name if model_info.get("user_model") else None, memory))
+        stages.append(n)
     return Plan(recipe, ckpt, (model_info, base_model), items, specs, stages)
 
 

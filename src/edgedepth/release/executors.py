@@ -18,7 +18,7 @@ import os
 import signal
 import socket
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from .. import extras, interrupt
 from ..errors import EdgedepthError
@@ -54,7 +54,7 @@ class Serial:
     def describe(self) -> dict:
         return {"executor": self.name, "nodes": 1, "host": socket.gethostname()}
 
-    def run(self, tasks: list[Task], workdir: Callable[[Task], str], step, started=None) -> Iterator:
+    def run(self, tasks: Iterable[Task], workdir: Callable[[Task], str], step, started=None) -> Iterator:
         for t in tasks:
             if started:
                 started(t)
@@ -101,35 +101,34 @@ class RayCluster:
         return {"executor": self.name, "address": self.address or "local", "nodes": len(nodes),
                 "cpus": sum(n["Resources"].get("CPU", 0) for n in nodes)}
 
-    def _check_fits(self, tasks: list[Task]) -> None:
-        """A job no node has the memory for would wait forever: one line instead."""
-        nodes = [n["Resources"] for n in self._ray.nodes() if n.get("Alive")]
-        most = max((n.get("memory", 0) for n in nodes), default=0)
-        big = max(tasks, key=lambda t: t.spec.memory)
-        if big.spec.memory > most:
-            raise EdgedepthError(f"job {big.spec.release} {big.spec.job.label} needs {big.spec.memory / 2**30:.1f} GiB "
+    def _check_fits(self, t: Task, most: int) -> None:
+        """A job no node has the memory for (``most``: the largest node's) would wait forever: one line instead."""
+        if t.spec.memory > most:
+            raise EdgedepthError(f"job {t.spec.release} {t.spec.job.label} needs {t.spec.memory / 2**30:.1f} GiB "
                                  f"of memory and no node of the Ray cluster has more than {most / 2**30:.1f} GiB")
 
-    def run(self, tasks: list[Task], workdir: Callable[[Task], str], step, started=None) -> Iterator:
-        if not tasks:
-            return
+    def run(self, tasks: Iterable[Task], workdir: Callable[[Task], str], step, started=None) -> Iterator:
+        """Submit each task as ``tasks`` gives it (the workers start while later ones are still being planned), then
+        yield them as they finish."""
         ray = self._ray
-        self._check_fits(tasks)
+        most = max((n["Resources"].get("memory", 0) for n in ray.nodes() if n.get("Alive")), default=0)
         remote = ray.remote(_remote_job)
         photos: dict[int, Any] = {}       # one copy of each release's photos in the object store
-        refs = {}
-        for t in tasks:
-            if id(t.items) not in photos:
-                photos[id(t.items)] = ray.put(_held(t.items))
-            ref = remote.options(num_cpus=1, memory=t.spec.memory, max_retries=MAX_RETRIES,
-                                 retry_exceptions=False,
-                                 name=" ".join(filter(None, ("edgedepth", t.spec.release, t.spec.job.label)))
-                                 ).remote(t.spec, photos[id(t.items)])
-            refs[ref] = t
-            if started:
-                started(t)
-        pending = list(refs)
+        refs: dict = {}
+        pending: list = []
         try:
+            for t in tasks:
+                self._check_fits(t, most)
+                if id(t.items) not in photos:
+                    photos[id(t.items)] = ray.put(_held(t.items))
+                ref = remote.options(num_cpus=1, memory=t.spec.memory, max_retries=MAX_RETRIES,
+                                     retry_exceptions=False,
+                                     name=" ".join(filter(None, ("edgedepth", t.spec.release, t.spec.job.label)))
+                                     ).remote(t.spec, photos[id(t.items)])
+                refs[ref] = t
+                pending.append(ref)
+                if started:
+                    started(t)
             while pending:
                 done, pending = ray.wait(pending, num_returns=1, timeout=WAIT_S)
                 interrupt.check()

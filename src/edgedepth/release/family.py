@@ -14,7 +14,7 @@ import os
 from .. import interrupt, models
 from ..errors import EdgedepthError
 from . import graph, manifest as mf, outdir
-from .build import assemble, plan
+from .build import assemble, job_count, plan
 from .recipe import load_recipe
 
 STAND_INS = ("tiny", "full")
@@ -55,27 +55,42 @@ def member_recipes(family: str, *, synthetic: str | None = None, **overrides) ->
 
 def plans(recipes, *, gpu_check: bool, step) -> list:
     """Every member's :class:`build.Plan` (checkpoints loaded, jobs listed)."""
-    out = []
+    return list(_plans(recipes, gpu_check=gpu_check, step=step))
+
+
+def _plans(recipes, *, gpu_check: bool, step):
     for name, recipe in recipes:
         step(f"load {name}: {recipe.model}")
-        out.append(plan(recipe, gpu_check=gpu_check, release=name, step=step))
-    return out
+        yield plan(recipe, gpu_check=gpu_check, release=name, step=step)
 
 
 def build_family(recipes, out: str, *, gpu_check: bool = True, executor, cache=None, step=lambda name: None,
                  jobs_progress=None, force: bool = False) -> tuple[list[dict], dict]:
     """Build every (member, recipe) of ``recipes`` into ``out/<member>/`` as one job graph; returns (each member's
-    manifest, where and how the jobs ran).  Every member folder is replaced only when all of them are built."""
+    manifest, where and how the jobs ran).  Every member folder is replaced only when all of them are built.  Each
+    member's jobs start as soon as its checkpoint is loaded, while the next one loads."""
     step = interrupt.checking(step)
     if os.path.isfile(os.path.join(out, mf.MANIFEST)):
         raise EdgedepthError(f"{out!r} is a release folder: a family goes into a folder of release folders")
-    ps = plans(recipes, gpu_check=gpu_check, step=step)
-    with contextlib.ExitStack() as stack:
-        for (name, _), p in zip(recipes, ps):
-            p.staging = stack.enter_context(outdir.staged(os.path.join(out, name), force=force))
-        with executor as ex:
-            outputs, where = graph.run_graph(ps, ex, cache, step, jobs_progress)
-        manifests = [assemble(p, outs, step, where) for p, outs in zip(ps, outputs)]
+    made = not os.path.lexists(out)
+    try:
+        with executor as ex, contextlib.ExitStack() as stack:
+            ps = []
+
+            def staged():
+                for (name, _), p in zip(recipes, _plans(recipes, gpu_check=gpu_check, step=step)):
+                    p.staging = stack.enter_context(outdir.staged(os.path.join(out, name), force=force))
+                    ps.append(p)
+                    yield p
+
+            outputs, where = graph.run_graph(staged(), ex, cache, step, jobs_progress,
+                                             total=sum(job_count(r) for _, r in recipes))
+            manifests = [assemble(p, outs, step, where) for p, outs in zip(ps, outputs)]
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):      # only an empty folder this build made: never a user's file
+                os.rmdir(out)
+        raise
     return manifests, where
 
 

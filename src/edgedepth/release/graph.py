@@ -1,6 +1,10 @@
 """Run the jobs of one or more releases (``build.Plan``) as one graph: each looked up in the build cache first, the
 others in an executor (:mod:`.executors`), each finished job filed in the cache as it lands, so a build that is
-killed resumes from what it finished.  Outputs come back indexed by (release, job), never by completion order."""
+killed resumes from what it finished.  Outputs come back indexed by (release, job), never by completion order.
+
+Plans may come one at a time (a family loads one member's checkpoint after another): each plan's jobs go to the
+executor as soon as it is planned, so workers start while the driver loads the next member; on an executor of several
+slots a plan's jobs start longest first (``jobs.work_estimate``), so the last to finish is a short one."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import dataclasses
 import os
 import shutil
 import time
-from typing import Callable
+from typing import Callable, Iterable
 
 
 @dataclasses.dataclass
@@ -38,32 +42,42 @@ class JobCounts:
         return min(self.in_flight, self.slots)
 
 
-def run_graph(plans: list, executor, cache, step: Callable[[str], None],
-              jobs_progress: Callable[[JobCounts], None] | None = None) -> tuple[list[list[Output]], dict]:
-    """Every job of ``plans`` (each with its ``staging`` set: finished jobs land beside it) -> (outputs per plan in
-    its jobs' order, where they ran: the executor's description, wall time, cache hits)."""
+def run_graph(plans: Iterable, executor, cache, step: Callable[[str], None],
+              jobs_progress: Callable[[JobCounts], None] | None = None,
+              total: int | None = None) -> tuple[list[list[Output]], dict]:
+    """Every job of ``plans`` (a list, or plans made as they are asked for; each with its ``staging`` set: finished
+    jobs land beside it) -> (outputs per plan in its jobs' order, where they ran: the executor's description, wall
+    time, cache hits).  ``total``: the jobs in all, where known before the plans are made (the progress bar's)."""
     from .executors import Task
+    from .jobs import work_estimate
 
     t0 = time.perf_counter()
-    outputs: dict[tuple[int, int], Output] = {}
-    todo = []
-    counts = JobCounts(total=sum(len(p.specs) for p in plans))
-    for pi, p in enumerate(plans):
-        for si, spec in enumerate(p.specs):
-            hit = cache.get(spec.key) if cache else None
-            if hit:
-                outputs[pi, si] = Output(hit[0], hit[1], cached=True)
-                counts.done, counts.cached = counts.done + 1, counts.cached + 1
-                for _ in range(p.stages[si]):
-                    step(f"cached: {spec.job.label}")
-            else:
-                todo.append(Task((pi, si), spec, p.ckpt, p.items))
-    counts.slots = int(executor.describe().get("cpus", 1))
+    seen, outputs = [], {}
+    described = executor.describe()
+    counts = JobCounts(total=total or 0, slots=int(described.get("cpus", 1)))
     report = jobs_progress or (lambda c: None)
-    report(counts)
+
+    def tasks():
+        for pi, p in enumerate(plans):
+            seen.append(p)
+            counts.total += 0 if total else len(p.specs)
+            todo = []
+            for si, spec in enumerate(p.specs):
+                hit = cache.get(spec.key) if cache else None
+                if hit:
+                    outputs[pi, si] = Output(hit[0], hit[1], cached=True)
+                    counts.done, counts.cached = counts.done + 1, counts.cached + 1
+                    for _ in range(p.stages[si]):
+                        step(f"cached: {spec.job.label}")
+                else:
+                    todo.append(Task((pi, si), spec, p.ckpt, p.items))
+            report(counts)
+            if counts.slots > 1:
+                todo.sort(key=lambda t: -work_estimate(t.spec))
+            yield from todo
 
     def workdir(t) -> str:
-        folder = os.path.join(os.path.dirname(plans[t.index[0]].staging), "jobs", str(t.index[1]))
+        folder = os.path.join(os.path.dirname(seen[t.index[0]].staging), "jobs", str(t.index[1]))
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
         return folder
@@ -72,7 +86,7 @@ def run_graph(plans: list, executor, cache, step: Callable[[str], None],
         counts.in_flight += 1
         report(counts)
 
-    for t, result, folder in executor.run(todo, workdir, step, started):
+    for t, result, folder in executor.run(tasks(), workdir, step, started):
         out = Output(folder, result)
         if cache:
             out = Output(cache.put(t.spec.key, folder, result), result, filed=True)
@@ -80,7 +94,7 @@ def run_graph(plans: list, executor, cache, step: Callable[[str], None],
         counts.done, counts.in_flight = counts.done + 1, counts.in_flight - 1
         report(counts)
     if cache:
-        cache.evict(keep={s.key for p in plans for s in p.specs})
-    where = {**executor.describe(), "wall_s": round(time.perf_counter() - t0, 2), "jobs": counts.total,
+        cache.evict(keep={s.key for p in seen for s in p.specs})
+    where = {**described, "wall_s": round(time.perf_counter() - t0, 2), "jobs": counts.total,
              "cached": counts.cached, **({"cache": cache.root} if cache else {})}
-    return [[outputs[pi, si] for si in range(len(p.specs))] for pi, p in enumerate(plans)], where
+    return [[outputs[pi, si] for si in range(len(p.specs))] for pi, p in enumerate(seen)], where

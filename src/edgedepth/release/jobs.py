@@ -99,7 +99,9 @@ def cache_key(spec: JobSpec) -> str:
 
 # What a job declares (an estimate, on the safe side): the libraries' own ~2 GiB (a worker running tiny jobs peaks at
 # 0.8-2.1 GiB: benchmarks/results/cluster_builds.json) plus the eager model, its rewritten copy, the exported program
-# and the converter's buffers, a few times the FP32 weights (a V2 Large export peaks near 9 GiB)
+# and the converter's buffers, a few times the FP32 weights.  Measured at full size (benchmarks/results/job_costs.json,
+# a job's whole process): peaks at 64-93 % of this, the most V2 Large's LiteRT job (10.9 of 11.7 GiB) and V2 Base's
+# ONNX job (4.9 of 5.5 GiB)
 BASE_MEMORY = 3 << 30
 WEIGHT_FACTOR = 7
 
@@ -107,6 +109,13 @@ WEIGHT_FACTOR = 7
 def memory_bytes(params: int) -> int:
     """The memory a job of a ``params``-parameter model declares (Ray does not schedule it where that is not free)."""
     return BASE_MEMORY + WEIGHT_FACTOR * 4 * params
+
+
+def work_estimate(spec: JobSpec) -> float:
+    """A job's cost relative to other jobs, only to start the longest first: the weights it converts (what its
+    declared memory adds to the base) x the pixels of its size x its progress steps (files exported and gated)."""
+    h, w = (int(v) for v in spec.job.size.split("x"))
+    return (spec.memory - BASE_MEMORY) * h * w * spec.job.stages
 
 
 _LOADED: dict = {}      # a worker's checkpoint: the last one it loaded (a Large model is 1.3 GB)
