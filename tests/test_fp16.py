@@ -121,8 +121,11 @@ def test_stress_preserves_the_depth_map(tiny, stress, xs, xs_ref):
 
 def test_stress_variant_name_loads_through_checkpoint(tiny):
     """``*-fp16-stress`` is a variant registered by edgedepth.fp16 with checkpoint's registry (no import loop)."""
+    from edgedepth.models import family_of
+
     st = load_checkpoint("synthetic-tiny-fp16-stress", quiet=True)
     assert st.name == "synthetic-tiny-fp16-stress" and st.model.fp16_stress["stream"] > 1
+    assert family_of(st.model).member_of(st).name == "small"       # its base's member: files are named after it
 
 
 def test_fp16_package_import_rules():

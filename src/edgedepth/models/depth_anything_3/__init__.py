@@ -17,6 +17,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...preprocess import MEAN, PATCH, STD
+from ...variants import split_variant
 from .. import _hub
 from ..base import Checkpoint, Member, ModelFamily
 from .members import CONFIDENCE_SEMANTICS, MEMBERS, NAME, SKY_SEMANTICS, SYNTHETIC
@@ -110,7 +111,7 @@ class DepthAnything3(ModelFamily):
 
     def member_of(self, ckpt: Checkpoint) -> Member | None:
         if ckpt.source == "synthetic":
-            return MEMBERS[SYNTHETIC[ckpt.name][0]]
+            return MEMBERS[SYNTHETIC[split_variant(ckpt.name)[0]][0]]     # a variant (-fp16-stress): its base's
         from .weights import PRESET_MEMBERS          # the preset config.json named, which the model was built as
 
         return PRESET_MEMBERS.get(getattr(ckpt.model, "preset", None))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ...fsutil import sha256_file
 from ...preprocess import MEAN, PATCH, STD
+from ...variants import split_variant
 from .. import _hub
 from ..base import Checkpoint, Member, ModelFamily
 from .members import MEMBERS, NAME, SYNTHETIC, member_of_config
@@ -76,7 +77,7 @@ class DepthAnythingV2(ModelFamily):
 
     def member_of(self, ckpt: Checkpoint) -> Member | None:
         if ckpt.source == "synthetic":
-            return MEMBERS[SYNTHETIC[ckpt.name][0]]
+            return MEMBERS[SYNTHETIC[split_variant(ckpt.name)[0]][0]]     # a variant (-fp16-stress): its base's
         by_id = next((m for m in MEMBERS.values() if m.hub_id.lower() == ckpt.name.lower()), None) \
             if ckpt.source == "hf" else None
         # a local checkpoint (folder or file) saved from a tiny stand-in is that stand-in's member (tests, guides)
