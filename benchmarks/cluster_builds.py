@@ -2,6 +2,7 @@
 overhead per job, and the whole-graph wall time on more workers simulated from the measured job costs.
 
     sudo .venv/bin/python benchmarks/cluster_builds.py [--out benchmarks/results/cluster_builds.json]
+    sudo .venv/bin/python benchmarks/cluster_builds.py --release small    # -> results/cluster_builds_small.json
 
 Runs itself again inside new network, PID and mount namespaces (``unshare``; root): only loopback exists there, so the
 cluster -- ``ray start --head`` and a second node, one CPU each, on this machine -- never listens on a real interface
@@ -15,6 +16,10 @@ cluster -- ``ray start --head`` and a second node, one CPU each, on this machine
 3. **simulation**: the graph's wall time on 1, 4, 16, 64 and 256 workers from the serial run's job costs (longest job
    first onto the least loaded worker) plus the serial run's driver time (loading, assembly, verify) -- a projection
    from measured costs, stated as such, not a measurement.
+
+``--release small``: the full V2 Small release instead (its recipe on the full-size synthetic stand-in, no GPU check),
+without its last size: serial (build cache A), on the cluster (a fresh cache B), then serially again with the last
+size added, from cache A (only the added size's job should run).
 """
 
 from __future__ import annotations
@@ -49,6 +54,12 @@ FAMILY_ARGS = _golden_record().FAMILY_ARGS
 
 PORT = 6391
 WORKERS = (1, 4, 16, 64, 256)
+SMALL_RECIPE = os.path.join(ROOT, "recipes", "depth-anything-v2-small.py")
+SMALL_METHOD = ("one run on this machine, one variant after another: the V2 Small release (its recipe, the full-size "
+                "synthetic stand-in, no GPU check) without its last size built serially (build cache A), on a Ray "
+                "cluster of two single-CPU nodes on this machine (loopback only, in a network namespace; a fresh "
+                "cache B), then serially with the last size added, from cache A; wall time of the edgedepth release "
+                "process")
 METHOD = ("one run on this machine, one variant after another: the tiny family (every V2 and DA3 member's tiny "
           "stand-in, LiteRT, 28x42, parity gate on 1 photo, no GPU check) built serially, on a Ray cluster of two "
           "single-CPU nodes on this machine (loopback only, in a network namespace; a fresh build cache), and again "
@@ -95,24 +106,43 @@ print(json.dumps(out))
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def _release(label: str, work: str, env: dict, *extra) -> dict:
+def _small_args(all_sizes: bool) -> list[str]:
+    import runpy
+
+    sizes = runpy.run_path(SMALL_RECIPE)["RECIPE"]["sizes"]
+    return ["--recipe", SMALL_RECIPE, "--model", "synthetic", "--no-gpu-check",
+            "--sizes", ",".join(sizes if all_sizes else sizes[:-1])]
+
+
+def _release(label: str, work: str, env: dict, *extra, args=FAMILY_ARGS) -> dict:
     out, summary = os.path.join(work, label), os.path.join(work, f"{label}.json")
     t = time.perf_counter()
-    r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "edgedepth"), "release", *FAMILY_ARGS, *extra,
+    r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "edgedepth"), "release", *args, *extra,
                         "--out", out, "--summary", summary], env=env, capture_output=True, text=True, timeout=3600)
     wall = time.perf_counter() - t
     if r.returncode:
         raise SystemExit(f"{label}: {r.stderr[-2000:]}")
     with open(summary) as f:
         s = json.load(f)
-    jobs = [{"release": rel["release"], **{k: j.get(k) for k in ("job", "cached", "seconds", "cpu_seconds", "node",
-                                                              "process_peak_rss_mb")}}
+    jobs = [{"release": rel.get("release", ""), **{k: j.get(k) for k in ("job", "cached", "seconds", "cpu_seconds",
+                                                                      "node", "process_peak_rss_mb")}}
             for rel in s["releases"] for j in rel["jobs"]]
     return {"variant": label, "wall_s": round(wall, 1), "graph_wall_s": s["executor"]["wall_s"],
-            "executor": s["executor"], "jobs": jobs}
+            "executor": s["executor"], "jobs": jobs, "files_sha256": _files(s)}
 
 
-def inside(work: str) -> dict:
+def _files(summary: dict) -> str:
+    """One SHA-256 over every release's manifest file list (path + SHA-256): equal builds give equal values."""
+    import hashlib
+
+    entries = []
+    for rel in summary["releases"]:
+        with open(os.path.join(rel["folder"], "manifest.json")) as f:
+            entries += [(rel.get("release", ""), e["path"], e["sha256"]) for e in json.load(f)["files"]]
+    return hashlib.sha256(json.dumps(sorted(entries)).encode()).hexdigest()
+
+
+def inside(work: str, what: str) -> dict:
     """The measurements, inside the namespaces."""
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     home = os.path.join(work, "home")
@@ -127,8 +157,14 @@ def inside(work: str) -> dict:
     try:
         overhead = _overhead(env)
         addr, cache = ["--executor", "ray", "--ray-address", f"127.0.0.1:{PORT}"], ["--cache", os.path.join(work, "c")]
-        runs = [_release("serial", work, env, "--no-cache"), _release("ray", work, env, *addr, *cache),
-                _release("ray_cached", work, env, *addr, *cache)]
+        if what == "small":
+            first, cold = _small_args(False), ["--cache", os.path.join(work, "a")]
+            runs = [_release("serial", work, env, *cold, args=first),
+                    _release("ray", work, env, *addr, *cache, args=first),
+                    _release("serial_size_added", work, env, *cold, args=_small_args(True))]
+        else:
+            runs = [_release("serial", work, env, "--no-cache"), _release("ray", work, env, *addr, *cache),
+                    _release("ray_cached", work, env, *addr, *cache)]
     finally:
         subprocess.run([ray, "stop", "--force"], env=env, capture_output=True)
     return {"overhead": overhead, "runs": runs}
@@ -136,35 +172,44 @@ def inside(work: str) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "cluster_builds.json"))
+    ap.add_argument("--release", choices=("tiny-family", "small"), default="tiny-family")
+    ap.add_argument("--out", default=None)
     ap.add_argument("--inside", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.inside:
         with open(os.path.join(args.inside, "inside.json"), "w") as f:
-            json.dump(inside(args.inside), f)
+            json.dump(inside(args.inside, args.release), f)
         return 0
+    name = "cluster_builds_small.json" if args.release == "small" else "cluster_builds.json"
+    args.out = args.out or os.path.join(HERE, "results", name)
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="edgedepth-cluster-") as work:
         subprocess.run(["unshare", "--net", "--pid", "--mount-proc", "--kill-child", sys.executable,
-                        os.path.abspath(__file__), "--inside", work], check=True)
+                        os.path.abspath(__file__), "--inside", work, "--release", args.release], check=True)
         with open(os.path.join(work, "inside.json")) as f:
             got = json.load(f)
     runs = {r["variant"]: r for r in got["runs"]}
     serial = runs["serial"]
-    driver = serial["wall_s"] - sum(j["seconds"] for j in serial["jobs"])
-    report = {"kind": "edgedepth.cluster_builds", "date": datetime.date.today().isoformat(), "cpu": cpu_name(),
-              "cores": os.cpu_count(), "python": platform.python_version(), "commit": _commit(), "method": METHOD,
-              "family_args": FAMILY_ARGS, "overhead": got["overhead"], "runs": got["runs"],
-              "speedup_ray_vs_serial": round(serial["wall_s"] / runs["ray"]["wall_s"], 2),
-              "cached_vs_cold": round(runs["ray_cached"]["wall_s"] / runs["ray"]["wall_s"], 3),
-              "driver_s": round(driver, 1), "simulation": simulate(serial["jobs"], driver),
-              "simulation_note": "projected from the serial run's measured job seconds (LPT onto identical workers) "
-                                 "plus its driver time; not a measurement"}
+    base = {"date": datetime.date.today().isoformat(), "cpu": cpu_name(), "cores": os.cpu_count(),
+            "python": platform.python_version(), "commit": _commit(), "overhead": got["overhead"], "runs": got["runs"],
+            "speedup_ray_vs_serial": round(serial["wall_s"] / runs["ray"]["wall_s"], 2),
+            "ray_files_equal_serial": runs["ray"]["files_sha256"] == serial["files_sha256"]}
+    if args.release == "small":
+        added = runs["serial_size_added"]
+        report = {"kind": "edgedepth.cluster_builds_small", **base, "method": SMALL_METHOD,
+                  "size_added_vs_cold": round(added["wall_s"] / serial["wall_s"], 3),
+                  "size_added_jobs_built": [j["job"] for j in added["jobs"] if not j["cached"]]}
+    else:
+        driver = serial["wall_s"] - sum(j["seconds"] for j in serial["jobs"])
+        report = {"kind": "edgedepth.cluster_builds", **base, "method": METHOD, "family_args": FAMILY_ARGS,
+                  "cached_vs_cold": round(runs["ray_cached"]["wall_s"] / runs["ray"]["wall_s"], 3),
+                  "driver_s": round(driver, 1), "simulation": simulate(serial["jobs"], driver),
+                  "simulation_note": "projected from the serial run's measured job seconds (LPT onto identical "
+                                     "workers) plus its driver time; not a measurement"}
     with open(args.out, "w") as f:
         f.write(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({k: report[k] for k in ("overhead", "speedup_ray_vs_serial", "cached_vs_cold", "simulation")},
-                     indent=1))
+    print(json.dumps({k: v for k, v in report.items() if k not in ("runs", "method")}, indent=1))
     return 0
 
 

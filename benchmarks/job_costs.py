@@ -2,16 +2,21 @@
 
     .venv/bin/python benchmarks/job_costs.py [--kinds v2-small,v2-large,...] [--out benchmarks/results/job_costs.json]
     .venv/bin/python benchmarks/job_costs.py --tiny      # the same on the tiny stand-ins (a check of the script)
+    .venv/bin/python benchmarks/job_costs.py --merge a.json b.json   # one report from lanes run side by side
 
 Every job of one representative member per architecture (its recipe, its full-size synthetic stand-in: the real
 architecture, seeded weights; the recipe's first size) runs alone in a fresh process (``edgedepth.release.jobs
 .run_job``, parity gate on the recipe's photos, no GPU check): wall seconds, CPU seconds, and the process's peak RSS
-(``ru_maxrss``: the interpreter, the libraries and the loaded checkpoint included, as on a worker).
+(``ru_maxrss``: the interpreter, the libraries and the loaded checkpoint included, as on a worker). Each job runs with
+``OMP_NUM_THREADS=1`` (``--threads``), as Ray runs a ``num_cpus=1`` task, so two lanes (``--kinds``, ``--out``) can run
+side by side on two cores and be merged. The report is rewritten after every kind: a stopped run keeps what it measured.
 
 The projection lists every job of every member's recipe (``release --family ... --dry-run``'s jobs) with the measured
-cost of its kind (a job at a smaller size than the one measured is given the measured cost: an upper bound) and
-schedules them longest first onto the least loaded of W identical workers (benchmarks/cluster_builds.py
-``lpt_makespan``), plus the assembly: a projection from measured costs, not a measurement.
+cost of its kind: its CPU seconds, what it takes on a dedicated single-CPU worker (wall seconds here also count the
+other lanes' contention); a job at a smaller size than the one measured is given the measured cost, an upper bound.
+It schedules them longest first onto the least loaded of W identical workers (benchmarks/cluster_builds.py
+``lpt_makespan``): a projection from measured costs, not a measurement, and without the driver's own time (loading
+each member's checkpoint, putting its folder together; benchmarks/cluster_builds.py measures it on the tiny family).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import platform
 import subprocess
 import sys
 
-from cluster_builds import WORKERS, lpt_makespan
+from cluster_builds import WORKERS, _commit, lpt_makespan
 from lib.machine import cpu_name
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,14 +52,18 @@ r = load_recipe(recipe).with_overrides(model=model, sizes=[size])
 p = plan(r, gpu_check=False)
 from edgedepth.release.jobs import run_job
 spec = p.specs[index]
+from edgedepth.errors import EdgedepthError
 with tempfile.TemporaryDirectory() as d:
     t, c = time.perf_counter(), time.process_time()
-    res = run_job(spec, p.ckpt, p.items, d, lambda n: None)
+    try:
+        res, failed = run_job(spec, p.ckpt, p.items, d, lambda n: None), None
+    except EdgedepthError as e:       # the job's own outcome (a parity gate): its cost up to there, and why
+        res, failed = {"entries": []}, str(e)
     print(json.dumps({"job": spec.job.label, "seconds": round(time.perf_counter() - t, 2),
                       "cpu_seconds": round(time.process_time() - c, 2),
                       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                       "declared_memory_gib": round(spec.memory / 2**30, 2),
-                      "bytes": sum(e["bytes"] for e in res["entries"])}))
+                      "bytes": sum(e["bytes"] for e in res["entries"]), **({"failed": failed} if failed else {})}))
 """
 
 
@@ -66,15 +75,17 @@ def _jobs_of(recipe: str, model: str, size: str) -> list[str]:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def measure(kind: str, tiny: bool) -> list[dict]:
+def measure(kind: str, tiny: bool, threads: int) -> list[dict]:
     recipe, full, small = KINDS[kind]
     model = small if tiny else full
     from edgedepth.release import load_recipe
 
     size = "28x42" if tiny else load_recipe(recipe).sizes[0]
     rows = []
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     for i, label in enumerate(_jobs_of(recipe, model, size)):
-        r = subprocess.run([sys.executable, "-c", ONE, recipe, model, size, str(i)], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-c", ONE, recipe, model, size, str(i)], capture_output=True, text=True,
+                           env=env)
         if r.returncode:
             raise SystemExit(f"{kind} {label}: {r.stderr[-1500:]}")
         rows.append({"kind": kind, "model": model, "size": size, **json.loads(r.stdout.strip().splitlines()[-1])})
@@ -112,7 +123,7 @@ def kind_of(recipe_name: str) -> str:
 
 def project(rows: list[dict]) -> dict:
     cost = {(r["kind"], r["job"].split(" ", 2)[0], r["job"].split(" ", 2)[2] if r["job"].count(" ") > 1 else ""):
-            r["seconds"] for r in rows}
+            r["cpu_seconds"] for r in rows}
     jobs, missing = [], set()
     for member, recipe_name, fmt, variant, _size in zoo_jobs():
         key = (kind_of(recipe_name), fmt, variant)
@@ -125,22 +136,46 @@ def project(rows: list[dict]) -> dict:
             "workers": [{"workers": w, "projected_wall_s": round(lpt_makespan(jobs, w), 1)} for w in WORKERS]}
 
 
+def _report(rows: list[dict], tiny: bool, threads: int) -> dict:
+    return {"kind": "edgedepth.job_costs", "date": datetime.date.today().isoformat(), "cpu": cpu_name(),
+            "cores": os.cpu_count(), "python": platform.python_version(), "commit": _commit(), "tiny": tiny,
+            "threads": threads,
+            "rows": rows, "zoo": project(rows),
+            "method": f"each job alone in a fresh process with OMP_NUM_THREADS={threads} (as a num_cpus=1 Ray task; "
+                      "run_job; parity gate on the recipe's photos, no GPU check); peak RSS = the process's ru_maxrss; "
+                      "projection: LPT of every recipe job's measured kind cost (its CPU seconds: a job on a "
+                      "dedicated single-CPU worker; wall seconds here include the other lane's contention) onto W "
+                      "identical workers (a projection, not a measurement)"}
+
+
+def _write(path: str, report: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--tiny", action="store_true", help="the tiny stand-ins at 28x42 (checks the script)")
+    ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each job's process")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", help="merge the rows of these reports into --out")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    rows = [row for k in args.kinds.split(",") for row in measure(k, args.tiny)]
-    report = {"kind": "edgedepth.job_costs", "date": datetime.date.today().isoformat(), "cpu": cpu_name(),
-              "cores": os.cpu_count(), "python": platform.python_version(), "tiny": args.tiny, "rows": rows,
-              "zoo": project(rows),
-              "method": "each job alone in a fresh process (run_job; parity gate on the recipe's photos, no GPU "
-                        "check); peak RSS = the process's ru_maxrss; projection: LPT of every recipe job's measured "
-                        "kind cost onto W identical workers (a projection, not a measurement)"}
     out = args.out or os.path.join(HERE, "results", "job_costs_tiny.json" if args.tiny else "job_costs.json")
-    with open(out, "w") as f:
-        f.write(json.dumps(report, indent=2) + "\n")
+    if args.merge:
+        parts = [json.load(open(p)) for p in args.merge]
+        rows = [row for part in parts for row in part["rows"]]
+        report = _report(rows, parts[0]["tiny"], parts[0]["threads"])
+        report["date"] = max(part["date"] for part in parts)
+    else:
+        rows = []
+        for kind in args.kinds.split(","):
+            rows += measure(kind, args.tiny, args.threads)
+            report = _report(rows, args.tiny, args.threads)
+            _write(out, report)
+    _write(out, report)
     print(json.dumps(report["zoo"], indent=1))
     return 0
 
