@@ -7,7 +7,7 @@ STAMP := $(VENV)/.setup-stamp
 APT_PACKAGES := chromium libvulkan1 git git-lfs
 OUT ?= out
 
-.PHONY: setup demo test test-fast dist clean
+.PHONY: setup demo test test-fast docs dist clean
 
 setup: $(STAMP) apt web/node_modules/.package-lock.json
 
@@ -54,9 +54,14 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
+# The documentation site into site/ (mkdocs.yml; reference pages generated from the code by docs/hooks/generate.py).
+# Strict: a broken link or any other warning fails it. NO_MKDOCS_2_WARNING: Material's end-of-life banner, not a warning.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 # sdist + wheel into dist/ (the wheel carries the recipes, records and the playground with its browser runtimes)
 dist: setup
 	$(BIN)/python -m build --no-isolation --outdir dist .
 
 clean:
-	rm -rf $(OUT) .pytest_cache dist
+	rm -rf $(OUT) .pytest_cache dist site

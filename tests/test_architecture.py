@@ -203,10 +203,34 @@ def test_no_long_function_in_src():
     assert not long, "functions over the limit: " + "; ".join(long)
 
 
+def _check_generated(root: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, os.path.join("benchmarks", "report", "make_benchmarks_md.py"), "--check"],
+                          cwd=root, capture_output=True, text=True, timeout=300)
+
+
 def test_generated_docs_match_the_measurements():
-    """BENCHMARKS.md and the README's measured block are what benchmarks/report/make_benchmarks_md.py makes from the
-    JSON in benchmarks/results/ (``--check`` writes nothing): a result committed without regenerating, or prose edited
-    by hand, fails here."""
-    r = subprocess.run([sys.executable, os.path.join("benchmarks", "report", "make_benchmarks_md.py"), "--check"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    """BENCHMARKS.md, the benchmark pages of the site (docs/benchmarks/*.md) and the README's measured block are what
+    benchmarks/report/make_benchmarks_md.py makes from the JSON in benchmarks/results/ (``--check`` writes nothing),
+    and mkdocs.yml's nav lists every page: a result committed without regenerating, or prose edited by hand, fails
+    here."""
+    r = _check_generated(ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_generated_docs_check_names_a_stale_or_orphan_page(tmp_path):
+    """``--check`` names a page edited by hand and a page of docs/benchmarks/ that the generator no longer makes
+    (run on a copy of what it reads and writes)."""
+    import shutil
+
+    for folder in ("benchmarks/report", "benchmarks/results", "docs/benchmarks"):
+        shutil.copytree(os.path.join(ROOT, folder), tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    plots = [os.path.join("docs", n) for n in os.listdir(os.path.join(ROOT, "docs")) if n.endswith(".png")]
+    for name in ("BENCHMARKS.md", "README.md", "mkdocs.yml", *plots):      # a section shows its plot where it exists
+        shutil.copy(os.path.join(ROOT, name), tmp_path / name)
+    assert _check_generated(str(tmp_path)).returncode == 0
+    page = tmp_path / "docs" / "benchmarks" / "cpu.md"
+    page.write_text(page.read_text() + "edited by hand\n")
+    (tmp_path / "docs" / "benchmarks" / "old-topic.md").write_text("# A topic the generator dropped\n")
+    r = _check_generated(str(tmp_path))
+    assert r.returncode == 1
+    assert "docs/benchmarks/cpu.md differs" in r.stderr and "docs/benchmarks/old-topic.md is not a page" in r.stderr

@@ -1,4 +1,6 @@
-"""Generate BENCHMARKS.md from the JSON in benchmarks/results/ (never edit BENCHMARKS.md by hand).
+"""Generate the benchmark pages (docs/benchmarks/*.md, one per topic, with their plots), BENCHMARKS.md (the topics'
+answers, pointing to the pages) and the README's measured block from the JSON in benchmarks/results/ (never edit
+them by hand).
 
     .venv/bin/python benchmarks/report/make_benchmarks_md.py
 """
@@ -21,12 +23,14 @@ from md_gpu_truth import (section_browser_h200, section_cpu_int8_xeon, section_g
                           summary_lines as truth_summary)
 from md_hostile import section_hostile, section_hostile_items
 from md_onnx import section_onnx_dynamic, summary_lines as onnx_summary
-from md_packaging import section_cluster_builds, section_finetune_formats, section_predict_dynamic, section_python_versions, section_wheel
+from md_packaging import (section_cluster_builds, section_cluster_builds_small, section_finetune_formats,
+                          section_job_costs, section_predict_dynamic, section_python_versions, section_wheel)
 from md_ladder import plot as ladder_plot, section_precision_ladder, summary_lines as ladder_summary
-from md_peers import section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary
+from md_peers import (section_onnx_rewrites, section_peers, section_which_file, summary_lines as peer_summary,
+                      which_file_rows)
 from md_tjs import section_tjs_preprocessing
+from pages import DOCS, Topic, documents, nav_problem, orphans
 
-OUT = "BENCHMARKS.md"
 P = "depth_anything_v2_small_518x686"
 
 
@@ -379,39 +383,54 @@ def section_executorch(L):
           "here.", ""]
 
 
-def readme_summary() -> list[str]:
-    """The few headline numbers the README shows, generated from the same JSON."""
-    S = []
+def ops_lines() -> list[str]:
+    """Op counts plain → optimised and GPU delegation of the four 518×686 files (README bullets, graph page)."""
     ins = {k: load(f"inspect_{P}_{k}.json") for k in ("fp32_plain", "fp32", "int8_plain", "int8")}
-    if all(ins.values()):
-        def gpu(i):
-            g = i["gpu"]
-            return "fully on GPU" if g["fully_delegated"] else f"not fully on GPU ({g['error']})"
-        S += [f"- Ops (FP32, 518×686): plain **{ins['fp32_plain']['ops']}** → optimised **{ins['fp32']['ops']}**.",
-              f"- GPU accelerator alone (SwiftShader): plain FP32 {gpu(ins['fp32_plain'])}; plain INT8 "
-              f"{gpu(ins['int8_plain'])}; optimised FP32 {gpu(ins['fp32'])}; optimised INT8 {gpu(ins['int8'])}."]
+    if not all(ins.values()):
+        return []
+    def gpu(i):
+        g = i["gpu"]
+        return "fully on GPU" if g["fully_delegated"] else f"not fully on GPU ({g['error']})"
+    return [f"- Ops (FP32, 518×686): plain **{ins['fp32_plain']['ops']}** → optimised **{ins['fp32']['ops']}**.",
+            f"- GPU accelerator alone (SwiftShader): plain FP32 {gpu(ins['fp32_plain'])}; plain INT8 "
+            f"{gpu(ins['int8_plain'])}; optimised FP32 {gpu(ins['fp32'])}; optimised INT8 {gpu(ins['int8'])}."]
+
+
+def cpu_latency_lines() -> list[str]:
+    """CPU latency, optimised ÷ plain, from cpu_latency.json (README bullet, CPU page)."""
     b = load("cpu_latency.json")
-    if b:
-        v = b["variants"]
-        try:
-            r32 = v[f"{P}_fp32.tflite"]["median_ms"] / v[f"{P}_fp32_plain.tflite"]["median_ms"]
-            r8 = v[f"{P}_int8.tflite"]["median_ms"] / v[f"{P}_int8_plain.tflite"]["median_ms"]
-            S += [f"- CPU latency, optimised ÷ plain (2 threads, one interleaved run, {b['method']['rounds']} rounds): "
-                  f"FP32 **{r32:.3f}**, INT8 **{r8:.3f}** (medians {v[f'{P}_fp32.tflite']['median_ms']:.0f} / "
-                  f"{v[f'{P}_fp32_plain.tflite']['median_ms']:.0f} ms and {v[f'{P}_int8.tflite']['median_ms']:.0f} / "
-                  f"{v[f'{P}_int8_plain.tflite']['median_ms']:.0f} ms)."]
-        except KeyError:
-            pass
+    if not b:
+        return []
+    v = b["variants"]
+    try:
+        r32 = v[f"{P}_fp32.tflite"]["median_ms"] / v[f"{P}_fp32_plain.tflite"]["median_ms"]
+        r8 = v[f"{P}_int8.tflite"]["median_ms"] / v[f"{P}_int8_plain.tflite"]["median_ms"]
+    except KeyError:
+        return []
+    return [f"- CPU latency, optimised ÷ plain (2 threads, one interleaved run, {b['method']['rounds']} rounds): "
+            f"FP32 **{r32:.3f}**, INT8 **{r8:.3f}** (medians {v[f'{P}_fp32.tflite']['median_ms']:.0f} / "
+            f"{v[f'{P}_fp32_plain.tflite']['median_ms']:.0f} ms and {v[f'{P}_int8.tflite']['median_ms']:.0f} / "
+            f"{v[f'{P}_int8_plain.tflite']['median_ms']:.0f} ms)."]
+
+
+def floor_lines() -> list[str]:
+    """The CPU latency floor, from latency_floor.json (README bullet, CPU page)."""
     fl = load("latency_floor.json")
-    if fl and {"fp32", "int8"} <= set(fl["ratios"]):
-        r = fl["ratios"]
-        S.append(f"- CPU latency floor (a graph with the same 83.7 G MACs and no LayerNorm/layout ops; "
-                 f"separate {fl['method']['rounds']}-round run): floor ÷ plain FP32 **{r['fp32']['floor_over_plain']:.3f}**, "
-                 f"INT8 **{r['int8']['floor_over_plain']:.3f}**; optimised ÷ plain in the same run "
-                 f"{r['fp32']['optimised_over_plain']:.3f} / {r['int8']['optimised_over_plain']:.3f} (ratios move by "
-                 "several % between runs on this shared 2-core VM). "
-                 + (f"A {fl['target_ratio']}× goal is below the floor on this CPU." if min(
-                     r[p]["floor_over_plain"] for p in ("fp32", "int8")) > fl["target_ratio"] else ""))
+    if not (fl and {"fp32", "int8"} <= set(fl["ratios"])):
+        return []
+    r = fl["ratios"]
+    return [f"- CPU latency floor (a graph with the same 83.7 G MACs and no LayerNorm/layout ops; "
+            f"separate {fl['method']['rounds']}-round run): floor ÷ plain FP32 **{r['fp32']['floor_over_plain']:.3f}**, "
+            f"INT8 **{r['int8']['floor_over_plain']:.3f}**; optimised ÷ plain in the same run "
+            f"{r['fp32']['optimised_over_plain']:.3f} / {r['int8']['optimised_over_plain']:.3f} (ratios move by "
+            "several % between runs on this shared 2-core VM). "
+            + (f"A {fl['target_ratio']}× goal is below the floor on this CPU." if min(
+                r[p]["floor_over_plain"] for p in ("fp32", "int8")) > fl["target_ratio"] else "")]
+
+
+def parity_lines() -> list[str]:
+    """FP32 accuracy against float64 and parity vs PyTorch of the two shipped files (README bullets, parity page)."""
+    S = []
     pf = load("parity_floor.json")
     if pf:
         r = pf["results"]
@@ -425,22 +444,30 @@ def readme_summary() -> list[str]:
             if r["artifact"] in (f"{P}_fp32.tflite", f"{P}_int8.tflite") and r["metrics"]:
                 S.append(f"- Parity vs PyTorch, `{r['artifact']}` on CPU, {pc['image_set']['count']} images: pooled "
                          f"rel-L2 **{r['metrics']['pooled_rel_l2']:.2e}**.")
-    h = load("h200.json")
-    if h and h.get("bench"):
-        ops = sorted({f["ops"] for f in h.get("files", {}).values()})
-        S.append(f"- H200 ({h['environment'].get('gpu_adapter', '?').split(',')[0]}; {h['environment'].get('date', 'Dec 2026')}, "
-                 f"graph of {'/'.join(map(str, ops))} ops, `benchmarks/devices/h200_run.py`): " + "; ".join(
-            f"{n} {s['median_ms']:.1f} ms" for n, s in h["bench"]["variants"].items()) + ".")
-    S += gpu_summary()
-    S += truth_summary()
-    S += ladder_summary()
-    S += family_summary()
-    S += da3_summary()
-    S += da3_vs_v2_summary()
-    S += da3_gpu_summary()
-    S += peer_summary()
-    S += onnx_summary()
     return S
+
+
+def h200_lines() -> list[str]:
+    """The H200 LiteRT GPU timings of h200.json (README bullet)."""
+    h = load("h200.json")
+    if not (h and h.get("bench")):
+        return []
+    ops = sorted({f["ops"] for f in h.get("files", {}).values()})
+    return [f"- H200 ({h['environment'].get('gpu_adapter', '?').split(',')[0]}; {h['environment'].get('date', 'Dec 2026')}, "
+            f"graph of {'/'.join(map(str, ops))} ops, `benchmarks/devices/h200_run.py`): " + "; ".join(
+        f"{n} {s['median_ms']:.1f} ms" for n, s in h["bench"]["variants"].items()) + "."]
+
+
+def readme_summary() -> list[str]:
+    """The README's headline table: per target, the fastest file edgedepth makes, its time on the named machine and
+    that time ÷ the fastest way without edgedepth in the same run (the rows of the Benchmarks "Which file" page)."""
+    rows = which_file_rows()
+    if not rows:
+        return []
+    return ["| target | precision | fastest of ours | median | fastest without edgedepth | ours ÷ it | ours ÷ limit |",
+            "|---|---|---|---|---|---|---|", *rows, "",
+            "Synthetic full-size model (real architecture, seeded weights), 518×686. Method, dates and every other "
+            "measurement: [Benchmarks](docs/benchmarks/index.md)."]
 
 
 def readme_with(lines: list[str]) -> str:
@@ -456,91 +483,129 @@ def readme_with(lines: list[str]) -> str:
     return head + start + block + end + tail
 
 
-def main():
-    """Write BENCHMARKS.md, its plots and the README's measured block; ``--check``: write nothing, exit 1 when either
-    text differs from what the JSON in benchmarks/results/ makes (tests/test_architecture.py runs it)."""
-    check = sys.argv[1:] == ["--check"]
-    text, readme = render(plots=not check), readme_with(readme_summary())
-    if check:
-        stale = [n for n, want in ((OUT, text), ("README.md", readme)) if open(n).read() != want]
-        if stale:
-            print(f"{' and '.join(stale)} differ from benchmarks/results/: run "
-                  "benchmarks/report/make_benchmarks_md.py", file=sys.stderr)
-            sys.exit(1)
-        return
-    with open(OUT, "w") as f:
-        f.write(text)
-    with open("README.md", "w") as f:
-        f.write(readme)
-    print(f"wrote {OUT} and the README's measured block")
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
 
 
-def render(plots: bool = True) -> str:
-    """BENCHMARKS.md's text (``plots``: also (re)draw its PNGs)."""
-    L = ["# BENCHMARKS", "",
-         "Generated by `benchmarks/report/make_benchmarks_md.py` from the JSON in `benchmarks/results/` (produced by "
-         "`benchmarks/run_cpu.sh` on the CPU machine and `benchmarks/devices/h200_run.py` on the lent H200). Do not edit by hand.",
-         "", "All numbers are for the **synthetic** full-size model (exact architecture, seeded realistic weights): graph, "
-         "op counts, delegation, latency and parity transfer to the trained checkpoint; depth quality does not.", "",
-         "Results dated before 2026-12-03 used the earlier synthetic init (`torch.randn`, whose values depend on the "
+def which_file_answer() -> list[str]:
+    """Per target, the fastest file edgedepth makes and its time ÷ the fastest peer's (md_peers.which_file_rows)."""
+    per_target: dict[str, list[str]] = {}
+    for row in which_file_rows():
+        target, prec, ours, ms, _, ratio = _cells(row)[:6]
+        ours = ours.split(" (")[0]
+        runtime, _, file = ours.partition(", ")          # "LiteRT, edgedepth .tflite": the runtime, then the file
+        per_target.setdefault(target.replace(": ", " ", 1), []).append(
+            f"{prec} {f'{file} on {runtime}' if file else ours} {ms} ({ratio.strip('*')}×)")
+    if not per_target:
+        return []
+    return ["The fastest file edgedepth makes for each target, its median time and, in brackets, that time ÷ the "
+            "fastest path without edgedepth on the same machine in the same run (below 1: edgedepth is faster). "
+            + "; ".join(f"{t}: {', '.join(v)}" for t, v in per_target.items()) + "."]
+
+
+def _truth(*prefixes: str) -> list[str]:
+    """The md_gpu_truth summary bullets that start with one of ``prefixes``, in the order of ``prefixes``."""
+    lines = truth_summary()
+    return [s for p in prefixes for s in lines if s.removeprefix("- ").startswith(p)]
+
+
+def browser_answer() -> list[str]:
+    """The browser row of which_file_rows (headless Chromium, wasm, this CPU), then the real-GPU and webcam bullets."""
+    rows = [_cells(r) for r in which_file_rows() if r.startswith("| Browser")]
+    first = [f"In headless Chromium on this CPU (wasm), {c[2]} takes {c[3]}: {c[5].strip('*')}× {c[4]}, "
+             f"{c[6]}." for c in rows[:1]]
+    return first + _truth("Playground on the", "Webcam frames computed on the GPU")
+
+
+def _parity_section(name: str, title: str, plot: str | None = None, note=None):
+    """A section function for section_parity (``note`` may be a function: made when the section is)."""
+    return lambda L: section_parity(L, name, title, plot, note() if callable(note) else note)
+
+
+def _swiftshader_note() -> str:
+    return ("The full-size files compile fully on SwiftShader, but a full-size GPU run fails there when LiteRT locks the "
+            "tensor buffer (the row below says so; a software Vulkan driver, not the graph: the same file runs on the "
+            "H200). GPU parity on SwiftShader is therefore measured on synthetic-tiny in the tests "
+            "(`tests/test_rewrites.py::test_tiny_gpu_fp32_and_int8`, within the FP32-noise tolerance of tests/README.md "
+            f"with enforce_f32), and on {(load('h200.json') or {}).get('image_set', {}).get('count', '?')} images of the "
+            "default set on the H200 below.")
+
+
+# The benchmark pages (docs/benchmarks/<page>.md), in the order of the site's nav and of BENCHMARKS.md: each opens
+# with its answer (made from the JSON its sections read; [] opens it with its first table), then its sections.
+TOPICS = (
+    Topic("which-file", "Which file on which runtime", which_file_answer, (section_which_file,)),
+    Topic("graph", "Op counts, GPU delegation and rewrites", ops_lines, (section_ops, section_ablation)),
+    Topic("cpu", "CPU latency", lambda: cpu_latency_lines() + floor_lines(),
+          (section_cpu_latency, section_latency_floor, section_executorch, section_peers, section_onnx_rewrites,
+           section_onnx_dynamic, section_predict_dynamic, section_cpu_int8_xeon)),
+    Topic("parity", "Parity and reproducibility", parity_lines,
+          (_parity_section("parity_cpu.json", "Parity vs PyTorch on CPU (default image set)", "docs/parity_cpu.png"),
+           section_parity_floor,
+           _parity_section("release_cpu_parity.json", "Parity of the release files (synthetic release, CPU)",
+                           note="Every CPU-runnable file of `make demo`'s release folder, 22 images of the default set "
+                                "(`benchmarks/release_parity.sh`). A rebuild's manifest and model card embed these rows "
+                                "for files whose SHA-256 matches."),
+           section_reproducibility)),
+    Topic("gpu", "GPU (H200, H100)", lambda: _truth("Device limit", "A LiteRT"),
+          (_parity_section("parity_swiftshader.json",
+                           "Parity vs PyTorch on the GPU accelerator (SwiftShader, CPU machine)", note=_swiftshader_note),
+           section_h200, section_fp16, section_gpu_reference, section_gpu_limit, section_gpu_options,
+           section_gpu_hazards, section_gpu_attribution)),
+    Topic("precision", "Precision ladder", ladder_summary, (section_precision_ladder,)),
+    Topic("family", "Model family and Depth Anything 3", lambda: family_summary() + da3_vs_v2_summary(),
+          (section_family, section_da3, section_da3_vs_v2, section_da3_gpu)),
+    Topic("browser", "Browser and webcam", browser_answer,
+          (section_playground, section_browser_h200, section_webcam_overlap, section_webcam_gpu_frames,
+           section_tjs_preprocessing)),
+    Topic("packaging", "Packaging, hostile input and cluster builds", lambda: [],
+          (section_wheel, section_python_versions, section_finetune_formats, section_cluster_builds,
+           section_cluster_builds_small, section_job_costs, section_hostile, section_hostile_items)),
+)
+
+NOTES = ["Results dated before 2026-12-03 used the earlier synthetic init (`torch.randn`, whose values depend on the "
          "CPU); from 2026-12-03 the synthetic weights are CPU-independent (state-dict SHA-256 `6ed8f296b306…`). Same "
          "architecture, same distributions: op counts and delegation are identical, latency and parity comparable.", ""]
-    section_which_file(L)
-    section_ops(L)
-    section_ablation(L)
-    section_cpu_latency(L)
-    section_latency_floor(L)
-    section_parity(L, "parity_cpu.json", "Parity vs PyTorch on CPU (default image set)", "docs/parity_cpu.png")
-    section_parity_floor(L)
-    section_parity(L, "release_cpu_parity.json", "Parity of the release files (synthetic release, CPU)",
-                   note="Every CPU-runnable file of `make demo`'s release folder, 22 images of the default set "
-                        "(`benchmarks/release_parity.sh`). A rebuild's manifest and model card embed these rows for files "
-                        "whose SHA-256 matches.")
-    section_reproducibility(L)
-    section_hostile(L)
-    section_hostile_items(L)
-    section_wheel(L)
-    section_python_versions(L)
-    section_finetune_formats(L)
-    section_cluster_builds(L)
-    section_parity(L, "parity_swiftshader.json", "Parity vs PyTorch on the GPU accelerator (SwiftShader, CPU machine)",
-                   note="The full-size files compile fully on SwiftShader, but a full-size GPU run fails there when LiteRT "
-                        "locks the tensor buffer (the row below says so; a software Vulkan driver, not the graph: the same "
-                        "file runs on the H200). GPU parity on SwiftShader is therefore measured on synthetic-tiny in the "
-                        "tests (`tests/test_rewrites.py::test_tiny_gpu_fp32_and_int8`, within the FP32-noise tolerance of tests/README.md "
-                        "with enforce_f32), and "
-                        f"on {(load('h200.json') or {}).get('image_set', {}).get('count', '?')} images of the default "
-                        "set on the H200 below.")
-    section_h200(L)
-    section_fp16(L)
-    section_gpu_reference(L)
-    section_gpu_limit(L)
-    section_gpu_options(L)
-    section_gpu_hazards(L)
+
+
+def render(plots: bool = True) -> dict[str, str]:
+    """{path: text} of BENCHMARKS.md and the pages of docs/benchmarks/ (``plots``: also (re)draw the PNGs)."""
     if plots:
         gpu_plot()
-    section_gpu_attribution(L)
-    if plots:
         ladder_plot()
-    section_precision_ladder(L)
-    section_family(L)
-    section_da3(L)
-    section_da3_vs_v2(L)
-    section_da3_gpu(L)
-    section_executorch(L)
-    section_peers(L)
-    section_onnx_rewrites(L)
-    section_onnx_dynamic(L)
-    section_predict_dynamic(L)
-    section_tjs_preprocessing(L)
-    section_playground(L)
-    section_browser_h200(L)
-    section_webcam_overlap(L)
-    section_webcam_gpu_frames(L)
-    section_cpu_int8_xeon(L)
-    for extra in sorted(f for f in os.listdir(R) if f.startswith("extra_") and f.endswith(".md")):
-        L += [open(os.path.join(R, extra)).read(), ""]
-    return "\n".join(L).rstrip() + "\n"
+    extras = [open(os.path.join(R, f)).read() + "\n" for f in sorted(os.listdir(R))
+              if f.startswith("extra_") and f.endswith(".md")]
+    return documents(list(TOPICS), NOTES, extras)
+
+
+def main():
+    """Write BENCHMARKS.md, the pages of docs/benchmarks/ (removing any it no longer makes), the plots and the README's
+    measured block; ``--check``: write nothing, exit 1 naming every file that differs from what the JSON in
+    benchmarks/results/ makes, every page it does not make, and a nav of mkdocs.yml without the pages
+    (tests/test_architecture.py runs it)."""
+    check = sys.argv[1:] == ["--check"]
+    docs = render(plots=not check) | {"README.md": readme_with(readme_summary())}
+    nav = nav_problem(list(TOPICS))
+    if check:
+        stale = [n for n, want in docs.items() if not os.path.isfile(n) or open(n).read() != want]
+        left = orphans(docs)
+        if stale or left or nav:
+            print("\n".join([f"{n} differs from benchmarks/results/" for n in stale]
+                            + [f"{n} is not a page the generator makes" for n in left] + ([nav] if nav else [])
+                            + ["run benchmarks/report/make_benchmarks_md.py"]), file=sys.stderr)
+            sys.exit(1)
+        return
+    os.makedirs(DOCS, exist_ok=True)
+    for n, text in docs.items():
+        with open(n, "w") as f:
+            f.write(text)
+    for n in orphans(docs):
+        os.remove(n)
+        print(f"removed {n} (not a page the generator makes)")
+    print(f"wrote {', '.join(n for n in docs if n != 'README.md')} and the README's measured block")
+    if nav:
+        print(nav, file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -122,3 +122,53 @@ def section_cluster_builds(L: list[str]) -> None:
     for s in r["simulation"]:
         L.append(f"| {s['workers']} | {s['projected_wall_s']:.1f} | {s['critical_path_s']:.1f} |")
     L.append("")
+
+
+def section_job_costs(L: list[str]) -> None:
+    r = load("job_costs.json")
+    if not r or r.get("tiny"):
+        return
+    z = r["zoo"]
+    L += ["### What each job costs, and the whole zoo on more workers", "",
+          f"`benchmarks/job_costs.py`, {r['cpu']} ({r['cores']} cores), {r['date']}, commit {r['commit']}. "
+          f"Method: {r['method']}.", "",
+          "| kind | job | CPU s | wall s | peak RSS GiB | declared GiB | files MB |", "|---|---|---|---|---|---|---|"]
+    for x in r["rows"]:
+        over = " (over)" if x["peak_rss_mb"] / 1024 > x["declared_memory_gib"] else ""
+        job = x["job"] + (f" — **failed**: {x['failed']} (its cost until then)" if x.get("failed") else "")
+        L.append(f"| {x['kind']} ({x['model']}) | {job} | {x['cpu_seconds']:.0f} | {x['seconds']:.0f} | "
+                 f"{x['peak_rss_mb'] / 1024:.1f}{over} | {x['declared_memory_gib']:.1f} | {x['bytes'] / 1e6:.0f} |")
+    w64 = next(w for w in z["workers"] if w["workers"] == 64)
+    goal = "met" if w64["projected_wall_s"] <= 15 * 60 else "not met"
+    L += ["", f"The whole zoo, both families, is {z['jobs'] + z.get('jobs_left_out', 0)} jobs; the {z['jobs']} of a "
+          f"measured kind take {z['job_seconds'] / 3600:.1f} CPU-hours. The longest, {z.get('longest_job', '')}, "
+          f"takes {z['longest_job_s'] / 60:.1f} min, so no number of workers builds the zoo faster: projected on 64 "
+          f"workers **{w64['projected_wall_s'] / 60:.1f} min** (goal ≤ 15 min: {goal}; a projection from the costs "
+          "above, not a measurement, without the driver's own time). A job is one export with every precision "
+          "derived from it; a job per precision would start from the FP32 file and cut the longest path.", "",
+          "| workers | projected wall min |", "|---|---|"]
+    L += [f"| {w['workers']} | {w['projected_wall_s'] / 60:.1f} |" for w in z["workers"]]
+    if z["unmeasured_kinds"]:
+        L += ["", "Not measured (left out of the projection): "
+              + ", ".join(" ".join(filter(None, k)) for k in z["unmeasured_kinds"]) + "."]
+    L.append("")
+
+
+def section_cluster_builds_small(L: list[str]) -> None:
+    r = load("cluster_builds_small.json")
+    if not r:
+        return
+    runs = {x["variant"]: x for x in r["runs"]}
+    s, ray, added = runs["serial"], runs["ray"], runs["serial_size_added"]
+    L += ["### The full V2 Small release", "",
+          f"`benchmarks/cluster_builds.py --release small`, {r['cpu']} ({r['cores']} cores), {r['date']}, commit "
+          f"{r['commit']}. Method: {r['method']}.", "",
+          "| build | executor | jobs built | wall s |", "|---|---|---|---|"]
+    for what, x in (("cold, one size short", s), ("cold, one size short", ray),
+                    ("the missing size added, same cache", added)):
+        L.append(f"| {what} | {x['executor']['executor']} ({x['executor']['nodes']} node"
+                 f"{'s' if x['executor']['nodes'] != 1 else ''}) | {sum(not j['cached'] for j in x['jobs'])} of "
+                 f"{len(x['jobs'])} | {x['wall_s']:.0f} |")
+    L += ["", f"Two single-CPU Ray nodes against one process: **{r['speedup_ray_vs_serial']:.2f}x**. Adding a size "
+          f"to a cached release built {', '.join(r['size_added_jobs_built']) or 'nothing'} and took "
+          f"**{r['size_added_vs_cold']:.0%}** of the cold build.", ""]
