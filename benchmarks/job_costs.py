@@ -124,16 +124,19 @@ def kind_of(recipe_name: str) -> str:
 def project(rows: list[dict]) -> dict:
     cost = {(r["kind"], r["job"].split(" ", 2)[0], r["job"].split(" ", 2)[2] if r["job"].count(" ") > 1 else ""):
             r["cpu_seconds"] for r in rows}
-    jobs, missing = [], set()
-    for member, recipe_name, fmt, variant, _size in zoo_jobs():
+    jobs, missing, left_out = [], set(), 0
+    for _member, recipe_name, fmt, variant, _size in zoo_jobs():
         key = (kind_of(recipe_name), fmt, variant)
         if key in cost:
-            jobs.append(cost[key])
+            jobs.append((cost[key], f"{key[0]} {fmt} job {variant}".strip()))
         else:
             missing.add(key)
-    return {"jobs": len(jobs), "unmeasured_kinds": sorted(map(list, missing)), "job_seconds": round(sum(jobs), 1),
-            "longest_job_s": max(jobs),
-            "workers": [{"workers": w, "projected_wall_s": round(lpt_makespan(jobs, w), 1)} for w in WORKERS]}
+            left_out += 1
+    longest = max(jobs)
+    return {"jobs": len(jobs), "jobs_left_out": left_out, "unmeasured_kinds": sorted(map(list, missing)),
+            "job_seconds": round(sum(c for c, _ in jobs), 1), "longest_job_s": longest[0], "longest_job": longest[1],
+            "workers": [{"workers": w, "projected_wall_s": round(lpt_makespan([c for c, _ in jobs], w), 1)}
+                        for w in WORKERS]}
 
 
 def _report(rows: list[dict], tiny: bool, threads: int) -> dict:
@@ -169,6 +172,7 @@ def main(argv=None) -> int:
         rows = [row for part in parts for row in part["rows"]]
         report = _report(rows, parts[0]["tiny"], parts[0]["threads"])
         report["date"] = max(part["date"] for part in parts)
+        report["commit"] = ",".join(sorted({part["commit"] for part in parts}))     # what the rows measured
     else:
         rows = []
         for kind in args.kinds.split(","):

@@ -100,8 +100,8 @@ def cache_key(spec: JobSpec) -> str:
 # What a job declares (an estimate, on the safe side): the libraries' own ~2 GiB (a worker running tiny jobs peaks at
 # 0.8-2.1 GiB: benchmarks/results/cluster_builds.json) plus the eager model, its rewritten copy, the exported program
 # and the converter's buffers, a few times the FP32 weights.  Measured at full size (benchmarks/results/job_costs.json,
-# a job's whole process): peaks at 64-93 % of this, the most V2 Large's LiteRT job (10.9 of 11.7 GiB) and V2 Base's
-# ONNX job (4.9 of 5.5 GiB)
+# a job's whole process): peaks at 34-91 % of this, the most V2 Large's LiteRT job (10.7 of 11.7 GiB) and V2 Base's
+# ONNX job (4.9 of 5.5 GiB); V2 Large's ONNX job is not measured yet
 BASE_MEMORY = 3 << 30
 WEIGHT_FACTOR = 7
 
