@@ -219,3 +219,60 @@ def test_recipe_example_is_a_valid_recipe():
 def test_unknown_marker_fails_the_build():
     with pytest.raises(ValueError, match="unknown marker"):
         _hook().expand("text\n<!-- generated: nothing -->\n")
+
+
+# ------------------------------------------------------------------------------------------ a look at it
+
+SHOTS = {"home": "index.html", "benchmarks": "benchmarks/which-file/index.html"}
+
+
+def screenshots(folder: str, out_dir: str) -> dict:
+    """The built site's home and its "Which file" benchmarks page rendered in headless Debian chromium (served from
+    ``folder`` on 127.0.0.1): {name: (png path, the page's <h1>, the nav tab labels)}."""
+    import http.server
+    import threading
+    from functools import partial
+
+    from playwright.sync_api import sync_playwright
+
+    from edgedepth.serve import CHROMIUM, chromium_args
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=folder))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    got = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args())
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            for name, path in SHOTS.items():
+                page.goto(f"http://127.0.0.1:{srv.server_port}/{path}", wait_until="load")
+                png = os.path.join(out_dir, f"site-{name}.png")
+                page.screenshot(path=png)
+                got[name] = (png, page.inner_text("article h1"), page.locator(".md-tabs__link").all_inner_texts())
+            browser.close()
+    finally:
+        srv.shutdown()
+    return got
+
+
+def test_home_and_a_benchmarks_page_render(site, tmp_path):
+    """The built site renders in Chromium: the Material theme's tabs are there, each page shows its title, and the
+    screenshot is a rendered page (many colours), not a blank or unstyled one."""
+    if not os.path.exists("/usr/bin/chromium"):
+        pytest.fail("Debian chromium is missing (make setup installs it)")
+    import numpy as np
+    from PIL import Image
+
+    folder, log, rc = site
+    assert rc == 0, log[-2000:]
+    got = screenshots(folder, str(tmp_path))
+    assert got["home"][1].strip() and "Which file" in got["benchmarks"][1], got
+    for name, (png, _, tabs) in got.items():
+        assert {"Getting started", "Guides", "Reference", "Benchmarks"} <= {t.strip() for t in tabs}, (name, tabs)
+        pixels = np.asarray(Image.open(png).convert("RGB"))
+        assert pixels.shape[:2] == (900, 1280)
+        assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50, f"{name}: the page looks blank"
