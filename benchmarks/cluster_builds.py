@@ -135,10 +135,10 @@ def _files(summary: dict) -> str:
     """One SHA-256 over every release's manifest file list (path + SHA-256): equal builds give equal values."""
     import hashlib
 
-    entries = []
-    for rel in summary["releases"]:
+    entries, family = [], len(summary["releases"]) > 1
+    for rel in summary["releases"]:     # a family's member names; one release's label is its folder's name: left out
         with open(os.path.join(rel["folder"], "manifest.json")) as f:
-            entries += [(rel.get("release", ""), e["path"], e["sha256"]) for e in json.load(f)["files"]]
+            entries += [(rel["release"] if family else "", e["path"], e["sha256"]) for e in json.load(f)["files"]]
     return hashlib.sha256(json.dumps(sorted(entries)).encode()).hexdigest()
 
 
