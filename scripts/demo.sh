@@ -7,7 +7,7 @@ OUT=${1:-out}
 BIN=.venv/bin
 REL="$OUT/depth-anything-v2-small-edgedepth"   # the recipe's name, which the card's transformers.js snippet loads
 mkdir -p "$OUT"
-echo "== release recipe (synthetic full-size Depth Anything V2 Small; ~8 min on 2 cores)"
+echo "== release recipe (synthetic full-size Depth Anything V2 Small: every size preset, format and precision)"
 $BIN/python recipes/depth-anything-v2-small.py --model synthetic --out "$REL"
 echo
 echo "== verify"
@@ -27,10 +27,12 @@ for f in m["files"]:
         continue
     gpu = {True: "fully on GPU", False: "NOT fully on GPU", None: "GPU not checked"}[f.get("gpu_fully_delegated")]
     p = built.get(f["path"], {}).get("parity_cpu") or {}
+    # committed records, each with its machine and date (the manifest keeps the newest per machine and backend)
     cpu = [r for r in f.get("latency") or [] if r.get("backend") == "cpu"]
-    h200 = [r for r in f.get("latency") or [] if "h200_gpu_fp32_median_ms" in r]
-    lat = (f"CPU {cpu[0]['median_ms']:.0f} ms" if cpu else "CPU latency not recorded") \
-        + (f", H200 WebGPU {h200[0]['h200_gpu_fp32_median_ms']:.1f} ms" if h200 else "") + (" (committed records)" if cpu or h200 else "")
+    gpu = [r for r in f.get("latency") or [] if r.get("backend") == "gpu"]
+    lat = (f"CPU {cpu[0]['median_ms']:.0f} ms ({cpu[0]['cpu']}, {cpu[0]['threads']} threads, {cpu[0]['date']})"
+           if cpu else "CPU latency not recorded") \
+        + "".join(f", GPU {r['median_ms']:.1f} ms FP32 ({r['gpu_adapter'].split(' (')[0]}, {r['date']})" for r in gpu)
     print(f"  {f['path']:48s} {f['bytes'] / 1e6:6.1f} MB  {f['ops']:4d} ops  {gpu:16s} "
           f"rel-L2 vs PyTorch {p.get('pooled_rel_l2', float('nan')):.1e} (this machine)  "
           f"{lat}")

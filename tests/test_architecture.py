@@ -222,7 +222,7 @@ def test_generated_docs_check_names_a_stale_or_orphan_page(tmp_path):
     (run on a copy of what it reads and writes)."""
     import shutil
 
-    for folder in ("benchmarks/report", "benchmarks/results", "docs/benchmarks"):
+    for folder in ("benchmarks/report", "benchmarks/results", "docs/benchmarks", "tests/golden", "recipes"):
         shutil.copytree(os.path.join(ROOT, folder), tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     plots = [os.path.join("docs", n) for n in os.listdir(os.path.join(ROOT, "docs")) if n.endswith(".png")]
     for name in ("BENCHMARKS.md", "README.md", "mkdocs.yml", *plots):      # a section shows its plot where it exists

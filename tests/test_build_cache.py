@@ -171,17 +171,22 @@ def test_added_size_builds_only_its_job_and_killed_build_resumes(tmp_path):
                 "--summary", tmp_path / "a.json")
     assert r.returncode == 0, r.stderr
     jobs = _jobs(tmp_path / "a.json")
-    assert [j["cached"] for j in jobs] == [True, False]        # the killed build's job, then the one it did not finish
+    # the killed build's job (the first to run: 28x42's FP32 export), then those it did not finish
+    assert [(j["job"], j["cached"]) for j in jobs] == [
+        ("tflite 28x42 fp32", True), ("tflite 28x42 fp16", False), ("tflite 28x42 int8", False),
+        ("tflite 28x42 uint8 pixel input", False)]
     golden = _tiny_golden()
     assert _hashes(tmp_path / "a") == {n: golden[n] for n in _hashes(tmp_path / "a")}
     r = run_cli("release", *TINY, "--sizes", "28x42,56x70", "--cache", cache, "--out", tmp_path / "b",
                 "--summary", tmp_path / "b.json")
     assert r.returncode == 0, r.stderr
     assert [(j["job"], j["cached"]) for j in _jobs(tmp_path / "b.json")] == [
-        ("tflite 28x42", True), ("tflite 28x42 uint8 pixel input", True), ("tflite 56x70", False)]
+        (f"tflite {s}", s.startswith("28x42")) for s in ("28x42 fp32", "28x42 fp16", "28x42 int8",
+                                                           "28x42 uint8 pixel input", "56x70 fp32", "56x70 fp16",
+                                                           "56x70 int8")]
     assert {n: h for n, h in _hashes(tmp_path / "b").items() if "28x42" in n} == _hashes(tmp_path / "a")
     r = run_cli("release", *TINY, "--sizes", "28x42,56x70", "--cache", cache, "--out", tmp_path / "c", "--dry-run")
-    assert r.returncode == 0 and "3 jobs, 3 in the build cache" in r.stdout, r.stdout
+    assert r.returncode == 0 and "7 jobs, 7 in the build cache" in r.stdout, r.stdout
     assert not os.path.exists(tmp_path / "c")
 
 
@@ -215,7 +220,7 @@ class _Recording:
     def describe(self) -> dict:
         return {"executor": "recording", "nodes": 1, "cpus": self.cpus}
 
-    def run(self, tasks, workdir, step, started=None):
+    def run(self, tasks, workdir, step, started=None, finished=None):
         self.got += [(t.index, len(self.planned)) for t in tasks]
         yield from ()
 
@@ -246,3 +251,26 @@ def test_jobs_go_out_as_each_plan_is_made_longest_first(tmp_path, cpus):
         run_graph(_fake_plans(tmp_path, planned), ex, None, lambda name: None)
     order = [1, 2, 0] if cpus > 1 else [0, 1, 2]
     assert ex.got == [((0, i), 1) for i in order] + [((1, i), 2) for i in order]
+
+
+def test_a_job_made_from_another_goes_out_after_it(tmp_path):
+    """Precisions quantised from an FP32 file (``Job.after``) reach the executor after that file's job, whatever the
+    estimates: longest chain first with two slots (the big size's chain, then the small one's), heads first with one."""
+    from edgedepth.formats.base import precision_jobs
+    from edgedepth.release.build import Plan
+    from edgedepth.release.graph import run_graph
+    from edgedepth.release.jobs import JobSpec, memory_bytes
+
+    jobs = precision_jobs("tflite", "28x42", ("fp32", "fp16", "int8"), 1) + \
+        precision_jobs("tflite", "280x420", ("int8", "fp32"), 1)
+    assert [(j.label, j.after) for j in jobs] == [
+        ("tflite 28x42 fp32", ""), ("tflite 28x42 fp16", "tflite 28x42 fp32"), ("tflite 28x42 int8", "tflite 28x42 fp32"),
+        ("tflite 280x420 int8", "tflite 280x420 fp32"), ("tflite 280x420 fp32", "")]
+    for cpus, order in ((1, [0, 4, 1, 2, 3]), (2, [4, 3, 0, 1, 2])):
+        specs = [JobSpec("a", j, None, "m", None, "0" * 64, "m", "default", False, None, False, "relative", None,
+                         memory_bytes(1000)) for j in jobs]
+        ex = _Recording(cpus, [])
+        with pytest.raises(KeyError):
+            run_graph([Plan(None, None, ({}, None), [], specs, [2] * 5, staging=str(tmp_path / "s"))], ex, None,
+                      lambda name: None)
+        assert [i for (_, i), _ in ex.got] == order

@@ -464,10 +464,12 @@ def readme_summary() -> list[str]:
     rows = which_file_rows()
     if not rows:
         return []
-    return ["| target | precision | fastest of ours | median | fastest without edgedepth | ours ÷ it | ours ÷ limit |",
-            "|---|---|---|---|---|---|---|", *rows, "",
-            "Synthetic full-size model (real architecture, seeded weights), 518×686. Method, dates and every other "
-            "measurement: [Benchmarks](docs/benchmarks/index.md)."]
+    return ["| target | precision | fastest of ours | median | fastest without edgedepth | ours ÷ it | ours ÷ limit | "
+            "measured |", "|---|---|---|---|---|---|---|---|", *rows, "",
+            "Synthetic full-size model (real architecture, seeded weights), 518×686. \"Earlier build\": that run timed "
+            "an earlier build of the file (the comparison is its own; the shipped file's newest numbers: [Where the "
+            "numbers come from](docs/benchmarks/sources.md)). Method and every other measurement: "
+            "[Benchmarks](docs/benchmarks/index.md)."]
 
 
 def readme_with(lines: list[str]) -> str:

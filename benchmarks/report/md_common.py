@@ -6,10 +6,12 @@ import json
 import os
 
 R = "benchmarks/results"
+LOADED: list[str] = []      # every report name load() was asked for (pages.Topic.body: which reports a section used)
 
 
 def load(name: str):
     """benchmarks/results/NAME as a dict, or None when it was not measured."""
+    LOADED.append(name)
     p = os.path.join(R, name)
     return json.load(open(p)) if os.path.isfile(p) else None
 

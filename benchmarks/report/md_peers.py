@@ -7,13 +7,15 @@ import glob
 import json
 import os
 
+from facts import marker
 from md_common import R, gpu_limit_pair, load, webgpu_file_row
 
 
 
 
 def _peer_reports() -> list[dict]:
-    return [json.load(open(p)) for p in sorted(glob.glob(os.path.join(R, "peers_cpu_*.json")))]
+    return [{**load(os.path.basename(p)), "_file": os.path.basename(p)}
+            for p in sorted(glob.glob(os.path.join(R, "peers_cpu_*.json")))]
 
 
 def _where(rep: dict) -> str:
@@ -117,7 +119,7 @@ def which_file_rows() -> list[str]:
             to_lim = f"{g['ours_ms'] / lim:.2f}" if lim and p == "fp32" else "–"
             out.append(f"| x86 CPU: {_where(rep)} | {p.upper()} | {r['label']} | {g['ours_ms']:.0f} ms | "
                        f"{rows[g['fastest_peer']]['label']} {g['peer_ms']:.0f} ms | **{g['ours_over_peer']:.2f}** | "
-                       f"{to_lim} |")
+                       f"{to_lim} | {marker(rep['_file'])} |")
     gpu = load("gpu_reference.json")
     h = load("h200.json")
     att = (load("gpu_attribution.json") or {}).get("bench_models")
@@ -130,7 +132,8 @@ def which_file_rows() -> list[str]:
                    f"{ms:.1f} ms | PyTorch CUDA eager FP32 {e['median_ms']:.1f} ms events / "
                    f"{e['wall_median_ms']:.1f} ms wall (same device call) | **{ms / e['median_ms']:.2f}** | "
                    f"{ms / b['median_ms']:.2f} (vs {best} {b['median_ms']:.2f} ms events / "
-                   f"{b['wall_median_ms']:.2f} ms wall; transformers {lp['transformers']}) |")
+                   f"{b['wall_median_ms']:.2f} ms wall; transformers {lp['transformers']}) | "
+                   f"{marker(lp['files'][0])} |")
         gpu = None
     wf, wref = load("gpu_webgpu_file_gpu.json"), load("gpu_reference_webgpu_file.json")
     if gpu and wf and wref:  # the release's WebGPU file and PyTorch CUDA timed in one device call (issue 15)
@@ -140,7 +143,7 @@ def which_file_rows() -> list[str]:
         out.append(f"| GPU: NVIDIA H200 (LiteRT WebGPU over Vulkan) | FP32 | release WebGPU file "
                    f"`{f['stands_for']['file']}` (FP32 enforced) | {ms:.1f} ms | PyTorch CUDA eager FP32 "
                    f"{ref['eager-fp32']:.1f} ms (same device call) | **{ms / ref['eager-fp32']:.2f}** | "
-                   f"{ms / ref[best]:.2f} (vs {best} {ref[best]:.2f} ms) |")
+                   f"{ms / ref[best]:.2f} (vs {best} {ref[best]:.2f} ms) | {marker('gpu_webgpu_file_gpu.json')} |")
         gpu = None
     if gpu and ((h and h.get("bench")) or att):
         try:
@@ -157,7 +160,7 @@ def which_file_rows() -> list[str]:
                 out.append(f"| GPU: NVIDIA H200 (LiteRT WebGPU over Vulkan) | FP32 | {label} | "
                            f"{ours[0]:.1f} ms | PyTorch CUDA eager FP32 {fp32['median_ms']:.1f} ms | "
                            f"**{ours[0] / fp32['median_ms']:.2f}** | {ours[0] / best[0]:.2f} (vs {best[1]} "
-                           f"{best[0]:.2f} ms) |")
+                           f"{best[0]:.2f} ms) | {marker('h200.json')} |")
         except (KeyError, TypeError):
             pass
     pl = load("playground_latency.json")
@@ -170,7 +173,8 @@ def which_file_rows() -> list[str]:
                                if ow.get("median_ms") else ("ONNX Runtime Web: not measured", "–"))
                 out.append(f"| Browser (headless chromium, wasm, this CPU) | FP32 | LiteRT.js `{n}` | "
                            f"{js:.0f} ms | {peer} | {ratio} | "
-                           f"{js / r['ai_edge_litert_cpu_median_ms']:.1f}× native LiteRT |")
+                           f"{js / r['ai_edge_litert_cpu_median_ms']:.1f}× native LiteRT | "
+                           f"{marker('playground_latency.json')} |")
                 break
     return [r for r in out if r]
 
@@ -184,8 +188,8 @@ def section_which_file(L):
           "machine in the same run, and against the device limit (CPU: the model's MACs at the measured FP32 GEMM "
           "rate; GPU: the fastest PyTorch CUDA mode on the same GPU in the same device call). Ratios < 1 favour "
           "edgedepth.", "",
-          "| target | precision | fastest of ours | median | fastest peer | ours ÷ peer | ours ÷ limit |",
-          "|---|---|---|---|---|---|---|", *rows, ""]
+          "| target | precision | fastest of ours | median | fastest peer | ours ÷ peer | ours ÷ limit | measured |",
+          "|---|---|---|---|---|---|---|---|", *rows, ""]
 
 
 def summary_lines() -> list[str]:

@@ -55,23 +55,41 @@ class ReleaseStep:
     write_text: Callable[[str, str], None]
     gpu_check: bool
     model_name: str | None = None       # the user's own model's release name (config.json names it); None: upstream's
+    inputs: str | None = None           # the folder of the files of the job this one comes ``after`` (Job.after)
+    input_entries: tuple = ()           # and that job's manifest entries
 
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-    """One independent piece of a release: one export of a format at one size and the files it makes (every precision
-    its ladder derives from that one rewritten graph: a job per precision would convert the same graph again), each
-    opened, GPU-checked and parity-gated.  A build runs its jobs in any order, anywhere (``edgedepth.release.jobs``);
-    ``stages``: how many times it calls ``step``."""
+    """One piece of a release: an export of a format at one size and the files it makes, each opened, GPU-checked and
+    parity-gated.  ``precisions``: the files it makes (empty: every precision of the recipe part); ``after``: the
+    label of the job of the same release whose files it starts from (a precision quantised from that job's FP32 file:
+    the graph is converted once, and the long conversion and each quantisation run on different workers).  A build
+    runs independent jobs in any order, anywhere, and a job only once the one it comes ``after`` has finished
+    (``edgedepth.release.jobs``); ``stages``: how many times it calls ``step``."""
 
     format: str                 # Format.name
     size: str                   # "HxW"
     variant: str = ""           # "" or what else sets this export apart ("uint8 pixel input")
     stages: int = 1
+    precisions: tuple[str, ...] = ()
+    after: str = ""
 
     @property
     def label(self) -> str:
-        return f"{self.format} {self.size}" + (f" {self.variant}" if self.variant else "")
+        return " ".join(filter(None, (self.format, self.size, self.variant, ",".join(self.precisions))))
+
+
+def precision_jobs(fmt: str, size: str, precisions, per_file: int, variant: str = "", independent=()) -> list[Job]:
+    """The jobs of one export at ``size``, a job per precision in ``precisions``' order (the manifest's): the FP32
+    file's, and each other precision's ``after`` it (made from its FP32 file) or, for those in ``independent``,
+    exported on its own; each 1 + ``per_file`` stages.  Without an FP32 file to start from, one job makes every
+    precision (its ``precisions`` empty: the recipe part's own)."""
+    if "fp32" not in precisions:
+        return [Job(fmt, size, variant, 1 + len(precisions) * per_file)]
+    head = Job(fmt, size, variant, 1 + per_file, ("fp32",))
+    return [head if p == "fp32" else Job(fmt, size, variant, 1 + per_file, (p,),
+                                         "" if p in independent else head.label) for p in precisions]
 
 
 def list_option(flag: str, text: str, allowed) -> list[str]:

@@ -32,12 +32,24 @@ WAIT_S = 0.5            # how often the driver looks up from waiting (Ctrl-C, pr
 @dataclasses.dataclass
 class Task:
     """A job to run: ``index`` says where its files go in the build; ``ckpt``: the driver's loaded checkpoint (the
-    serial executor's; a Ray worker loads its own); ``items``: the gate's photos."""
+    serial executor's; a Ray worker loads its own); ``items``: the gate's photos; ``after``: the index of the job whose
+    files it starts from (``Job.after``), given to the executor before it."""
 
     index: Any
     spec: JobSpec
     ckpt: Any
     items: list
+    after: Any = None
+
+
+def _inputs(t: Task, finished) -> tuple[str, list] | None:
+    """(folder, manifest entries) of the finished job ``t`` comes after (``finished(index)``: a ``graph.Output``)."""
+    if t.after is None:
+        return None
+    out = finished(t.after)
+    if out is None:
+        raise EdgedepthError(f"job {t.spec.job.label} was started before job {t.spec.job.after} finished")
+    return out.folder, out.result["entries"]
 
 
 class Serial:
@@ -54,12 +66,14 @@ class Serial:
     def describe(self) -> dict:
         return {"executor": self.name, "nodes": 1, "host": socket.gethostname()}
 
-    def run(self, tasks: Iterable[Task], workdir: Callable[[Task], str], step, started=None) -> Iterator:
+    def run(self, tasks: Iterable[Task], workdir: Callable[[Task], str], step, started=None,
+            finished=lambda index: None) -> Iterator:
+        """Each task in the order given (one that comes after another is given after it)."""
         for t in tasks:
             if started:
                 started(t)
             folder = workdir(t)
-            yield t, run_job(t.spec, t.ckpt, t.items, folder, step), folder
+            yield t, run_job(t.spec, t.ckpt, t.items, folder, step, _inputs(t, finished)), folder
 
 
 class RayCluster:
@@ -107,25 +121,30 @@ class RayCluster:
             raise EdgedepthError(f"job {t.spec.release} {t.spec.job.label} needs {t.spec.memory / 2**30:.1f} GiB "
                                  f"of memory and no node of the Ray cluster has more than {most / 2**30:.1f} GiB")
 
-    def run(self, tasks: Iterable[Task], workdir: Callable[[Task], str], step, started=None) -> Iterator:
+    def run(self, tasks: Iterable[Task], workdir: Callable[[Task], str], step, started=None,
+            finished=lambda index: None) -> Iterator:
         """Submit each task as ``tasks`` gives it (the workers start while later ones are still being planned), then
-        yield them as they finish."""
+        yield them as they finish.  A task that comes after another gets that task's result as an argument: Ray
+        starts it once the other has finished and hands it the files (from the object store, to any node); after a
+        job found in the build cache, the driver puts that job's files there."""
         ray = self._ray
         most = max((n["Resources"].get("memory", 0) for n in ray.nodes() if n.get("Alive")), default=0)
         remote = ray.remote(_remote_job)
         photos: dict[int, Any] = {}       # one copy of each release's photos in the object store
         refs: dict = {}
+        by_index: dict = {}
         pending: list = []
         try:
             for t in tasks:
                 self._check_fits(t, most)
                 if id(t.items) not in photos:
                     photos[id(t.items)] = ray.put(_held(t.items))
+                upstream = () if t.after is None else (by_index.get(t.after) or ray.put(_blobs(t, finished)),)
                 ref = remote.options(num_cpus=1, memory=t.spec.memory, max_retries=MAX_RETRIES,
                                      retry_exceptions=False,
                                      name=" ".join(filter(None, ("edgedepth", t.spec.release, t.spec.job.label)))
-                                     ).remote(t.spec, photos[id(t.items)])
-                refs[ref] = t
+                                     ).remote(t.spec, photos[id(t.items)], *upstream)
+                refs[ref], by_index[t.index] = t, ref
                 pending.append(ref)
                 if started:
                     started(t)
@@ -209,15 +228,35 @@ def _held(items) -> list[_HeldImage]:
     return [_HeldImage(it.id, np.asarray(it.load().convert("RGB"))) for it in items]
 
 
-def _remote_job(spec: JobSpec, items) -> tuple[dict, dict[str, bytes]]:
-    """A Ray task: the job in a temporary folder of this worker, its files returned as bytes."""
+def _blobs(t: Task, finished) -> tuple[dict, dict[str, bytes]]:
+    """What a Ray task returns, for the finished job ``t`` comes after: its result and its files' bytes."""
+    folder, _ = _inputs(t, finished)
+    out = finished(t.after)
+    blobs = {}
+    for rel in out.result["files"]:
+        with open(os.path.join(folder, rel), "rb") as f:
+            blobs[rel] = f.read()
+    return out.result, blobs
+
+
+def _remote_job(spec: JobSpec, items, upstream=None) -> tuple[dict, dict[str, bytes]]:
+    """A Ray task: the job in a temporary folder of this worker, its files returned as bytes; ``upstream``: what the
+    job it comes after returned (its files are written beside the job's folder first)."""
     import tempfile
 
     import ray
 
     ckpt = checkpoint_for(spec)
-    with tempfile.TemporaryDirectory(prefix="edgedepth-job-") as work:
-        result = run_job(spec, ckpt, items, work, lambda name: None)
+    with tempfile.TemporaryDirectory(prefix="edgedepth-job-") as root:
+        after, work = None, os.path.join(root, "job")
+        os.makedirs(work)
+        if upstream is not None:
+            after = (os.path.join(root, "after"), upstream[0]["entries"])
+            for rel, data in upstream[1].items():
+                os.makedirs(os.path.dirname(os.path.join(after[0], rel)), exist_ok=True)
+                with open(os.path.join(after[0], rel), "wb") as f:
+                    f.write(data)
+        result = run_job(spec, ckpt, items, work, lambda name: None, after)
         blobs = {}
         for rel in result["files"]:
             with open(os.path.join(work, rel), "rb") as f:

@@ -4,7 +4,9 @@ killed resumes from what it finished.  Outputs come back indexed by (release, jo
 
 Plans may come one at a time (a family loads one member's checkpoint after another): each plan's jobs go to the
 executor as soon as it is planned, so workers start while the driver loads the next member; on an executor of several
-slots a plan's jobs start longest first (``jobs.work_estimate``), so the last to finish is a short one."""
+slots a plan's jobs start longest first (the longest chain of ``jobs.work_estimate`` from each job on), so the last to
+finish is a short one.  A job that comes after another (``Job.after``: a precision made from an FP32 file) goes to
+the executor after it, and runs once it has finished (or with the cached one's files)."""
 
 from __future__ import annotations
 
@@ -49,7 +51,6 @@ def run_graph(plans: Iterable, executor, cache, step: Callable[[str], None],
     jobs land beside it) -> (outputs per plan in its jobs' order, where they ran: the executor's description, wall
     time, cache hits).  ``total``: the jobs in all, where known before the plans are made (the progress bar's)."""
     from .executors import Task
-    from .jobs import work_estimate
 
     t0 = time.perf_counter()
     seen, outputs = [], {}
@@ -62,6 +63,7 @@ def run_graph(plans: Iterable, executor, cache, step: Callable[[str], None],
             seen.append(p)
             counts.total += 0 if total else len(p.specs)
             todo = []
+            at = {spec.job.label: si for si, spec in enumerate(p.specs)}
             for si, spec in enumerate(p.specs):
                 hit = cache.get(spec.key) if cache else None
                 if hit:
@@ -70,11 +72,10 @@ def run_graph(plans: Iterable, executor, cache, step: Callable[[str], None],
                     for _ in range(p.stages[si]):
                         step(f"cached: {spec.job.label}")
                 else:
-                    todo.append(Task((pi, si), spec, p.ckpt, p.items))
+                    after = (pi, at[spec.job.after]) if spec.job.after else None
+                    todo.append(Task((pi, si), spec, p.ckpt, p.items, after))
             report(counts)
-            if counts.slots > 1:
-                todo.sort(key=lambda t: -work_estimate(t.spec))
-            yield from todo
+            yield from _order(todo, counts.slots > 1)
 
     def workdir(t) -> str:
         folder = os.path.join(os.path.dirname(seen[t.index[0]].staging), "jobs", str(t.index[1]))
@@ -86,7 +87,10 @@ def run_graph(plans: Iterable, executor, cache, step: Callable[[str], None],
         counts.in_flight += 1
         report(counts)
 
-    for t, result, folder in executor.run(tasks(), workdir, step, started):
+    def finished(index) -> Output | None:
+        return outputs.get(index)
+
+    for t, result, folder in executor.run(tasks(), workdir, step, started, finished):
         out = Output(folder, result)
         if cache:
             out = Output(cache.put(t.spec.key, folder, result), result, filed=True)
@@ -98,3 +102,21 @@ def run_graph(plans: Iterable, executor, cache, step: Callable[[str], None],
     where = {**described, "wall_s": round(time.perf_counter() - t0, 2), "jobs": counts.total,
              "cached": counts.cached, **({"cache": cache.root} if cache else {})}
     return [[outputs[pi, si] for si in range(len(p.specs))] for pi, p in enumerate(seen)], where
+
+
+def _order(tasks: list, longest_first: bool) -> list:
+    """``tasks`` in the order they go to the executor: each after the one it comes after (``Task.after``); when
+    ``longest_first``, chains (a task and those after it) by their longest path of work estimates, longest first,
+    else in the recipe's order.  (A task whose predecessor is not in ``tasks`` was cached: it heads its own chain.)"""
+    from .jobs import work_estimate
+
+    own = {t.index: work_estimate(t.spec) for t in tasks}
+    head = {t.index: t.after if t.after in own else t.index for t in tasks}
+    chain = {h: own[h] + max((own[t.index] for t in tasks if head[t.index] == h and t.index != h), default=0)
+             for h in set(head.values())}
+
+    def key(t):
+        first = head[t.index] != t.index
+        return (-chain[head[t.index]], head[t.index], first, -own[t.index]) if longest_first else (first, t.index)
+
+    return sorted(tasks, key=key)

@@ -139,9 +139,13 @@ def checkpoint_for(spec: JobSpec):
     return ckpt
 
 
-def run_job(spec: JobSpec, ckpt, items, workdir: str, step) -> dict:
-    """Run one job into the empty folder ``workdir`` (``items``: the gate's photos, [] for none; ``step``: progress).
-    Returns {"entries", "rewrites", "report", "noise", "files": {path: sha256}, "ran": where and how long}."""
+def run_job(spec: JobSpec, ckpt, items, workdir: str, step, after: tuple[str, list] | None = None) -> dict:
+    """Run one job into the empty folder ``workdir`` (``items``: the gate's photos, [] for none; ``step``: progress;
+    ``after``: the folder and manifest entries of the job it comes after, ``Job.after``).  Returns {"entries",
+    "rewrites", "report", "noise", "files": {path: sha256}, "ran": where and how long}."""
+    if spec.job.after and after is None:
+        raise EdgedepthError(f"job {spec.job.label} starts from the files of job {spec.job.after}, which it was not "
+                             "given")
     from ..checkpoint import DepthModule
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -152,7 +156,7 @@ def run_job(spec: JobSpec, ckpt, items, workdir: str, step) -> dict:
         path, exported, text, io, gate, step, gpu_check, rel, ckpt.outputs)
     rs = formats.ReleaseStep(ckpt, workdir, (spec.job.size,), spec.rewrites, step, entry,
                              lambda rel, text: _write_text(os.path.join(workdir, rel), text), spec.gpu_check,
-                             spec.model_name)
+                             spec.model_name, *((after[0], tuple(after[1])) if after else ()))
     entries, rewrites = spec.format.release_job(spec.part, spec.job, rs)
     interrupt.check()
     files = {rel: sha256_file(os.path.join(workdir, rel)) for rel in files_in(workdir)}

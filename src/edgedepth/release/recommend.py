@@ -4,8 +4,8 @@
 
 - ``webgpu`` (GPU / browser): among float-compute .tflite files that compiled fully on the GPU (or were not checked:
   then ``why`` says so, never "fully on the GPU"), one taking uint8 pixels
-  when present (a quarter of the bytes to write per call: ~1.4 ms of an H200 call, benchmarks/gpu_floor.py), then the
-  smallest: the fp16-weight file (the GPU delegate reads fp16 constants natively; H200 median quoted when measured).
+  when present (a quarter of the input bytes to write per call; what that saves: benchmarks/gpu_floor.py), then the
+  smallest: the fp16-weight file (the GPU delegate reads fp16 constants natively; its GPU median quoted when measured).
 - the other uses consider float32-input files only (what a CPU caller already feeds).
 - ``cpu``: among files within the quantised parity gate, timed in one run (one source), the most accurate of those
   within 5 % of the fastest CPU median; FP32 when nothing was measured for these exact bytes.

@@ -38,7 +38,7 @@ from ...fsutil import atomic_path, read_input, write_bytes_atomic
 from ...models import DEFAULT_STEM, family_of
 from ...preprocess import DEFAULT_SIZE, Processor, parse_size
 from ...progress import quiet_output as _quiet
-from ..base import CardContext, CliOption, Exported, Format, Job, ReleaseStep, recipe_field, recommends
+from ..base import CardContext, CliOption, Exported, Format, Job, ReleaseStep, precision_jobs, recipe_field, recommends
 from .hub_files import (CONFIG, ONNX_LAYOUT as HUB_LAYOUT, PREPROCESSOR_CONFIG, TRANSFORMERS_JS_DTYPE, UPSTREAM_SIDE,
                         config_json, preprocessor_config_json)
 
@@ -566,8 +566,9 @@ class Onnx(Format):
         return RecipePart(precisions)
 
     def release_jobs(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> list[Job]:
-        """One export at the release's first size (the size the files record as edgedepth's)."""
-        return [Job(self.name, sizes[0], stages=1 + len(part.precisions) * gate)]
+        """At the release's first size (the size the files record as edgedepth's): the FP32 export, the FP16 export
+        (its own graph: fp16_safe) and INT8 quantised from the FP32 file, a job each."""
+        return precision_jobs(self.name, sizes[0], part.precisions, int(gate), independent=("fp16",))
 
     def release_job(self, part: RecipePart, job: Job, rs: ReleaseStep) -> tuple[list[dict], dict]:
         """Files in onnx-community's layout (``HUB_LAYOUT``), parity-gated on ONNX Runtime (CPU).  Dynamic height and
@@ -580,10 +581,19 @@ class Onnx(Format):
         from ...rewrites import format_defaults
 
         h, w = parse_size(job.size)
+        precisions = job.precisions or part.precisions
+        if job.after:       # INT8 from the FP32 job's file, with the rewrites that file was exported with
+            (p,) = precisions
+            rs.step(f"ONNX {job.size}: {p} from the FP32 file")
+            rel = HUB_LAYOUT[p]
+            os.makedirs(os.path.dirname(os.path.join(rs.staging, rel)), exist_ok=True)
+            quantize_int8(os.path.join(rs.inputs, HUB_LAYOUT["fp32"]), os.path.join(rs.staging, rel))
+            made = Exported(os.path.join(rs.staging, rel), self.name, p, None, rs.input_entries[0]["rewrites"], {})
+            return [rs.entry(made.path, made, job.size, rel=rel)], {}
         dynamic = format_defaults(rs.ckpt.model, DYNAMIC_REWRITES)[1]
-        rs.step(f"ONNX {job.size}: {', '.join(part.precisions)}")
+        rs.step(f"ONNX {job.size}: {', '.join(precisions)}")
         work = os.path.join(rs.staging, ".onnx-export")
-        files = self.export(rs.ckpt.model, h, w, work, precisions=part.precisions, dynamic_size=dynamic)
+        files = self.export(rs.ckpt.model, h, w, work, precisions=precisions, dynamic_size=dynamic)
         entries = []
         for f in files:
             rel = HUB_LAYOUT[f.precision]
@@ -591,7 +601,9 @@ class Onnx(Format):
             os.replace(f.path, os.path.join(rs.staging, rel))
             entries.append(rs.entry(os.path.join(rs.staging, rel), f, job.size, rel=rel))
         shutil.rmtree(work, ignore_errors=True)
-        if dynamic:     # the transformers.js layout (only V2's rewrites keep the size symbolic: a transformers model)
+        # the transformers.js layout, by the release's first ONNX job (only V2's rewrites keep the size symbolic: a
+        # transformers model)
+        if dynamic and job.precisions in ((), ("fp32",)):
             rs.write_text(CONFIG, config_json(rs.ckpt.model, rs.model_name))
             rs.write_text(PREPROCESSOR_CONFIG, preprocessor_config_json())
         return entries, {}

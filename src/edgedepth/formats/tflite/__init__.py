@@ -31,7 +31,7 @@ from ...progress import quiet_output as _quiet
 from ...runtimes import native_log_captured
 from ...runtimes.litert import GPU_OPTIONS
 from ...runtimes.vulkan import vulkan_env
-from ..base import CardContext, CliOption, Exported, Format, Job, ReleaseStep, recipe_field
+from ..base import CardContext, CliOption, Exported, Format, Job, ReleaseStep, precision_jobs, recipe_field
 from .precisions import LADDER, calibration_inputs, quantize
 
 
@@ -411,30 +411,41 @@ def export(module, height: int, width: int, out_dir: str, precisions=DEFAULT_PRE
     stage = interrupt.checking(progress)
     paths = {p: os.path.join(out_dir, file_name(height, width, p, plain, stem, input_dtype)) for p in precisions}
     fp32 = paths.get("fp32") or os.path.join(out_dir, "." + file_name(height, width, "fp32", plain, stem) + ".int8src")
-    calibration = None
     try:
         with interrupt.removed_on_failure([]) as written:      # failed or interrupted: none of its files is left
             stage(f"convert FP32 {height}x{width}")
             written.append(fp32)
             convert_fp32(module, height, width, fp32, verbose=verbose, input_dtype=input_dtype)
-            for p in precisions:
-                if p == "fp32":
-                    continue
-                if needs_calibration([p]) and calibration is None:
-                    stage(f"calibration inputs ({height}x{width})")
-                    calibration = calibration_inputs(height, width)
-                stage(f"quantize {p}")
-                # the quantizer writes through mmap, which a full disk answers with SIGBUS, not an error: every
-                # precision is smaller than the FP32 file, so that much free space is enough
-                ensure_space(out_dir, os.path.getsize(fp32))
-                written.append(paths[p])
-                with _native_log(verbose):      # calibration runs the TFLite interpreter, which logs
-                    quantize(fp32, paths[p], p, calibration=calibration, verbose=verbose)
-                interrupt.check()
+            quantized(fp32, out_dir, height, width, [p for p in precisions if p != "fp32"], plain=plain,
+                      verbose=verbose, progress=progress, stem=stem, input_dtype=input_dtype)
     finally:
         if "fp32" not in paths:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(fp32)
+    return paths
+
+
+def quantized(fp32: str, out_dir: str, height: int, width: int, precisions, *, plain: bool = False,
+              verbose: bool = False, progress=None, stem: str = DEFAULT_STEM, input_dtype: str = "float32") -> dict:
+    """The ``precisions`` (FP32 excepted) made from the FP32 file ``fp32`` into ``out_dir`` under :func:`file_name`'s
+    names; returns {precision: path}.  The same bytes as :func:`export` writes (it calls this), whether the FP32 file
+    was converted just now or by another job on another machine."""
+    stage = interrupt.checking(progress)
+    paths = {p: os.path.join(out_dir, file_name(height, width, p, plain, stem, input_dtype)) for p in precisions}
+    calibration = None
+    with interrupt.removed_on_failure([]) as written:          # failed or interrupted: none of its files is left
+        for p in precisions:
+            if needs_calibration([p]) and calibration is None:
+                stage(f"calibration inputs ({height}x{width})")
+                calibration = calibration_inputs(height, width)
+            stage(f"quantize {p}")
+            # the quantizer writes through mmap, which a full disk answers with SIGBUS, not an error: every
+            # precision is smaller than the FP32 file, so that much free space is enough
+            ensure_space(out_dir, os.path.getsize(fp32))
+            written.append(paths[p])
+            with _native_log(verbose):      # calibration runs the TFLite interpreter, which logs
+                quantize(fp32, paths[p], p, calibration=calibration, verbose=verbose)
+            interrupt.check()
     return paths
 
 
@@ -469,8 +480,8 @@ class LiteRT(Format):
                                            "(for gpu-fp16)")),
         CliOption("--input-dtype", dict(default="float32", choices=list(INPUT_DTYPES),
                                         help="uint8: the .tflite takes resized RGB pixels [1,3,H,W] and normalises in "
-                                             "the graph (fp32/fp16; saves the GPU ~1.4 ms per call of input upload on "
-                                             "the H200); default: %(default)s")),
+                                             "the graph (fp32/fp16; a quarter of the input bytes a GPU call uploads); "
+                                             "default: %(default)s")),
     )
 
     check, describe, format_text = staticmethod(check), staticmethod(describe), staticmethod(format_text)
@@ -526,22 +537,35 @@ class LiteRT(Format):
         return RecipePart(precisions, pixel)
 
     def release_jobs(self, part: RecipePart, sizes, *, gate: bool, gpu_check: bool) -> list[Job]:
-        """An export per size (every precision from its FP32 file) + the uint8-input GPU files at the first size."""
+        """Per size, the FP32 export and each other precision quantised from its file (a job each), + the uint8-input
+        GPU files at the first size."""
         per_file = gpu_check + gate
-        jobs = [Job(self.name, text, stages=1 + len(part.precisions) * per_file) for text in sizes]
+        jobs = [j for text in sizes for j in precision_jobs(self.name, text, part.precisions, per_file)]
         if part.pixel_input:
-            jobs.insert(1, Job(self.name, sizes[0], PIXEL_VARIANT, 1 + len(part.pixel_input) * per_file))
+            at = len(precision_jobs(self.name, sizes[0], part.precisions, per_file))
+            jobs[at:at] = precision_jobs(self.name, sizes[0], part.pixel_input, per_file, PIXEL_VARIANT)
         return jobs
 
     def release_job(self, part: RecipePart, job: Job, rs: ReleaseStep) -> tuple[list[dict], dict]:
-        """One size's .tflite files (or the uint8-input GPU files), GPU-checked and parity-gated as they are made."""
+        """One size's .tflite files (or the uint8-input GPU files), GPU-checked and parity-gated as they are made: the
+        FP32 export (with its rewrites), or a precision quantised from that job's FP32 file (``job.after``)."""
         h, w = parse_size(job.size)
         pixel = job.variant == PIXEL_VARIANT
-        rs.step(f"rewrites + export {job.size}" + (f", {PIXEL_VARIANT}" if pixel else ""))
-        files = self.export(rs.ckpt.model, h, w, rs.staging, precisions=part.pixel_input if pixel else part.precisions,
-                            rewrites=rs.rewrites, stem=rs.ckpt.file_stem, **({"input_dtype": "uint8"} if pixel else {}))
+        precisions = job.precisions or (part.pixel_input if pixel else part.precisions)
+        input_dtype = "uint8" if pixel else "float32"
+        if job.after:
+            (p,) = precisions
+            rs.step(f"quantize {p} {job.size}" + (f", {PIXEL_VARIANT}" if pixel else ""))
+            name = file_name(h, w, "fp32", not rs.rewrites, rs.ckpt.file_stem, input_dtype)
+            paths = quantized(os.path.join(rs.inputs, name), rs.staging, h, w, precisions, plain=not rs.rewrites,
+                              stem=rs.ckpt.file_stem, input_dtype=input_dtype)
+            files = [Exported(paths[p], "tflite", p, None, [], {})]
+        else:
+            rs.step(f"rewrites + export {job.size}" + (f", {PIXEL_VARIANT}" if pixel else ""))
+            files = self.export(rs.ckpt.model, h, w, rs.staging, precisions=precisions, rewrites=rs.rewrites,
+                                stem=rs.ckpt.file_stem, input_dtype=input_dtype)
         entries = [rs.entry(f.path, f, job.size, gpu_check=rs.gpu_check) for f in files]
-        return entries, ({} if pixel else {job.size: files[0].rewrites})
+        return entries, ({} if pixel or job.after else {job.size: files[0].rewrites})
 
     def release_entry(self, art, exported: Exported, size_text: str, io) -> dict:
         """uint8-input files say so in their I/O."""
