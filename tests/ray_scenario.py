@@ -11,7 +11,8 @@ to WORK/results.json:
 2. a cluster: ``ray start --head`` and a second node (``ray start --address``), one CPU each;
    ``deterministic``: a job that fails on every attempt (a checkpoint other than the planned one) fails the build once
    with its one line; ``cold``: the tiny family (golden FAMILY_ARGS) with one worker killed (SIGKILL) mid-job;
-   ``cached``: the same build again with the same cache.
+   ``cached``: the same build again with the same cache; ``partial``: again after the precisions made from FP32
+   files are dropped from the cache (the driver hands each the cached FP32 job's file through the object store).
 """
 
 import json
@@ -103,6 +104,22 @@ with RayCluster("127.0.0.1:{PORT}") as ex:
     return {"rc": r.returncode, "stdout": r.stdout[-2000:], "stderr": r.stderr[-2000:]}
 
 
+def drop_derived(cache: str) -> int:
+    """Remove the build cache's entries of the precisions made from an FP32 file (their job.json lists no FP32
+    file), keeping the FP32 jobs' entries; returns how many were removed."""
+    import shutil
+
+    n = 0
+    for sub in os.listdir(cache):
+        for key in os.listdir(os.path.join(cache, sub)) if sub != "tmp" else ():
+            with open(os.path.join(cache, sub, key, "job.json")) as f:
+                precisions = {e["precision"] for e in json.load(f)["entries"]}
+            if "fp32" not in precisions and not any("u8in" in k for k in os.listdir(os.path.join(cache, sub, key))):
+                shutil.rmtree(os.path.join(cache, sub, key))
+                n += 1
+    return n
+
+
 def cluster_phases(work: str, env: dict) -> dict:
     ray = os.path.join(BIN, "ray")
     for args in (["--head", "--include-dashboard=false", "--disable-usage-stats", "--port", str(PORT)],
@@ -121,6 +138,10 @@ def cluster_phases(work: str, env: dict) -> dict:
     p = edgedepth(*FAMILY_ARGS, *addr, "--cache", cache, "--out", os.path.join(work, "cached"),
                   "--summary", os.path.join(work, "cached.json"), env=env)
     res["cached"] = finish(p)
+    res["partial"] = {"dropped": drop_derived(cache)}
+    p = edgedepth(*FAMILY_ARGS, *addr, "--cache", cache, "--out", os.path.join(work, "partial"),
+                  "--summary", os.path.join(work, "partial.json"), env=env)
+    res["partial"].update(finish(p))
     subprocess.run([ray, "stop", "--force"], env=env, capture_output=True)
     return res
 

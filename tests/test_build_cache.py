@@ -274,3 +274,44 @@ def test_a_job_made_from_another_goes_out_after_it(tmp_path):
             run_graph([Plan(None, None, ({}, None), [], specs, [2] * 5, staging=str(tmp_path / "s"))], ex, None,
                       lambda name: None)
         assert [i for (_, i), _ in ex.got] == order
+
+
+class _Failing:
+    """An executor that takes every task (so every member's folder is staged) and then fails, as a job would."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def describe(self) -> dict:
+        return {"executor": "failing", "nodes": 1}
+
+    def run(self, tasks, workdir, step, started=None, finished=None):
+        from edgedepth.errors import EdgedepthError
+
+        assert list(tasks)
+        raise EdgedepthError("a job failed")
+        yield
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_failed_family_build_leaves_out_as_it_was(tmp_path, existed):
+    """A family build that fails after staging its members removes the OUT folder it made (empty by then: each
+    member's staging is gone), and leaves one that existed before, with what the user had in it."""
+    from edgedepth.errors import EdgedepthError
+    from edgedepth.release.family import build_family, member_recipes
+
+    out = tmp_path / "zoo"
+    if existed:
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
+    recipes = member_recipes("depth-anything-v2", synthetic="tiny", sizes=["28x42"], parity_images=0)[:2]
+    with pytest.raises(EdgedepthError, match="a job failed"):
+        build_family(recipes, str(out), gpu_check=False, executor=_Failing())
+    if existed:
+        assert sorted(os.listdir(out)) == ["notes.txt"] and (out / "notes.txt").read_text() == "mine"
+    else:
+        assert not os.path.lexists(out)
+    assert sorted(os.listdir(tmp_path)) == (["zoo"] if existed else [])

@@ -80,6 +80,19 @@ def test_cached_rerun_builds_nothing(scenario):
     assert got["differ"] == got["missing"] == got["no_golden"] == [] and got["match"], got
 
 
+def test_precisions_rebuilt_from_cached_fp32_files(scenario):
+    """With only the FP32 jobs in the cache, the precisions made from their files run on the cluster from those files
+    (put in Ray's object store by the driver) and give the golden bytes."""
+    work, res, _ = scenario
+    part = res["partial"]
+    assert part["rc"] == 0 and part["dropped"] > 0, part
+    jobs = _summary(os.path.join(work, "partial.json"))
+    rebuilt = [j for j in jobs if not j["cached"]]
+    assert len(rebuilt) == part["dropped"] and all(j["job"].endswith(("fp16", "int8")) for j in rebuilt), rebuilt
+    got = compare(os.path.join(work, "partial"), _golden())
+    assert got["differ"] == got["missing"] == got["no_golden"] == [] and got["match"], got
+
+
 def test_deterministic_failure_fails_once_with_one_line(scenario):
     _, res, _ = scenario
     out = res["deterministic"]["stdout"]

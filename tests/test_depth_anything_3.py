@@ -580,7 +580,12 @@ def test_da3_metric_large_recipe_builds_depth_and_sky(tmp_path):
     assert all([o["role"] for o in f["outputs"]] == ["depth", "sky"] for f in models)
     rep = json.loads((out / "build-report.json").read_text())
     assert all("parity_cpu_sky" in rep["files"][f["path"]] for f in models)
+    # the sky is a mask: its quantised files are gated on pixels changing side of 0.3, and the manifest and card say so
+    assert m["parity_method"]["build_gate"]["masks"].startswith("sky (a mask at >= 0.3)")
+    quantised = [rep["files"][f["path"]]["parity_cpu_sky"] for f in models if f["precision"] != "fp32"]
+    assert quantised and all(q["gate_bound"] == 0.01 and 0 <= q["mask_flipped"] <= 0.01 for q in quantised)
     card = (out / "README.md").read_text()
+    assert "(their sky (a mask at >= 0.3): quantised files' share of pixels" in card
     assert "[Depth Anything 3](https://arxiv.org/abs/2511.10647) Metric Large: a monocular model" in card
     assert "metres = output x focal / 300" in card and "do not read metres" not in card
     _run_litert_block_reading_sky(card, out, tmp_path)

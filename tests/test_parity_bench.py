@@ -26,6 +26,23 @@ def test_identical_is_zero():
     assert s["pearson"] == pytest.approx(1.0) and s["identical_images"] == 3
 
 
+def test_mask_flipped_counts_pixels_changing_side():
+    """An output used as a mask: the share of pixels on the other side of the threshold than the reference, exact
+    (a map that is zero almost everywhere has a large rel-L2 for small changes; the mask may not change at all)."""
+    r = np.zeros((4, 5))
+    r[0, :3] = 0.9                                  # 3 "sky" pixels of 20
+    y = r.copy()
+    y[0, 0], y[3, 4] = 0.2, 0.31                    # one leaves the mask, one joins it
+    y[1, 1] = 0.29                                  # below 0.3: no change of side, a large rel-L2 term
+    acc = ParityAccumulator(threshold=0.3)
+    acc.add(y, r)
+    s = acc.summary()
+    assert s["mask_flipped"] == 2 / 20 and s["pooled_rel_l2"] > 0.4
+    plain = ParityAccumulator()
+    plain.add(y, r)
+    assert "mask_flipped" not in plain.summary()
+
+
 def test_known_scale_and_shift_aligns_to_zero():
     acc = ParityAccumulator()
     for r in _maps():

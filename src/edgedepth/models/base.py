@@ -132,6 +132,9 @@ class ModelFamily(abc.ABC):
     # per model / member where they differ: outputs_of, member_outputs
     outputs: tuple[str, ...] = ("depth",)
     output_texts: dict[str, str] = {}   # what each output after the depth is (the manifest's semantics, the card)
+    # outputs that are used as a mask: role -> the threshold the upstream package applies (a quantised file's such
+    # output is gated on the share of pixels that land on the other side of it, not on its rel-L2)
+    mask_outputs: dict[str, float] = {}
     # Single checkpoint files it loads (load_file): their suffixes, and what they are in words for messages
     file_suffixes: tuple[str, ...] = ()
     file_hint: str = ""         # "an official Depth Anything V2 state dict (.pth, .safetensors)"

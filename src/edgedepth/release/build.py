@@ -29,8 +29,8 @@ from ..runtimes import REFERENCE_BACKEND
 from ..verify import records
 from . import graph, hub, manifest as mf, outdir
 from .gate import (FP32_GATE_FACTOR, INT8_GATE_REL_L2, build_report, fp32_noise, fp32_noise_by_output,  # noqa: F401
-                   io_of as _io, parity_gate)
-from .jobs import JobSpec, memory_bytes, versions as _versions
+                   gate_texts, io_of as _io, parity_gate)
+from .jobs import JobSpec, mask_outputs, memory_bytes, versions as _versions
 from .modelcard import LOCAL_IMAGES, LOCAL_MODEL, release_family, render_model_card
 from .recipe import Recipe
 from .recommend import recommend
@@ -202,6 +202,7 @@ def _manifest(recipe: Recipe, ckpt, lineage: tuple[dict, str | None], entries: l
                            "default (bundled natural photos, deterministic views)"},
                 "fp32": f"pooled rel-L2 <= {FP32_GATE_FACTOR:g} x PyTorch FP32's own rel-L2 vs float64 (same build)",
                 "quantized": f"pooled rel-L2 <= {INT8_GATE_REL_L2:g}",
+                **gate_texts(mask_outputs(ckpt)),
                 "not_gated": not_gated,
                 "measured_values": f"{BUILD_REPORT} (machine-dependent, not listed in this manifest)"}},
     }

@@ -24,6 +24,10 @@ from . import manifest as mf
 # INT8_GATE_REL_L2, a quantisation-level bound (measured ~3e-2) that FP32 rounding cannot reach.
 FP32_GATE_FACTOR = 10.0
 INT8_GATE_REL_L2 = 0.1
+# An output used as a mask (``ModelFamily.mask_outputs``: Depth Anything 3's sky score, which the package thresholds):
+# a quantised file's is gated on the share of pixels on the other side of the threshold than PyTorch FP32's, since a
+# rel-L2 of a map that is zero almost everywhere measures its few non-zero pixels, not the mask.
+MASK_GATE_FLIPPED = 0.01
 
 
 
@@ -53,6 +57,13 @@ def parity_gate(precision: str, rel_l2: float, noise: float) -> tuple[float, boo
     return bound, rel_l2 <= bound
 
 
+def gate_texts(masks: dict[str, float]) -> dict:
+    """The manifest's words for the gate of a release whose files have the mask outputs ``masks`` (role ->
+    threshold; none: the gate has no such rule and the manifest no such field)."""
+    return {"masks": "; ".join(f"{role} (a mask at >= {t:g}): quantised files' share of pixels on the other side of "
+                               f"the threshold <= {MASK_GATE_FLIPPED:g}" for role, t in masks.items())} if masks else {}
+
+
 _round_metrics = records.round_metrics      # the build report's parity values, rounded as records are
 
 
@@ -62,8 +73,9 @@ class Gate:
     """Build-time parity on this machine: fails the build when a file is out of tolerance; values go to the report.
     Every output of the file is gated (``reference``: a ``DepthModule`` with the family's ``outputs``): the depth, and
     Depth Anything 3's confidence, each by its own FP32 noise."""
-    def __init__(self, reference, items, step, pictures: str | None = None):
+    def __init__(self, reference, items, step, pictures: str | None = None, masks: dict[str, float] | None = None):
         self.reference, self.items, self.step = reference, items, step
+        self.masks = masks or {}        # outputs used as masks: role -> threshold (ModelFamily.mask_outputs)
         self.pictures = pictures        # a folder for each file's worst photo side by side (the user's own photos)
         self.noise: dict[str, dict[str, float]] = {}    # {size: {role: PyTorch FP32 vs float64 rel-L2}}
         self.report: dict[str, dict] = {}
@@ -78,7 +90,7 @@ class Gate:
         if key not in self.noise:
             self.noise[key] = fp32_noise_by_output(self.reference, preprocess(self.items[0].load(), size))
         self.step(f"parity {rel} ({len(self.items)} images)")
-        (row,) = validate([art], [REFERENCE_BACKEND], self.reference, self.items)
+        (row,) = validate([art], [REFERENCE_BACKEND], self.reference, self.items, masks=self.masks)
         if row["status"] != "ok":
             raise EdgedepthError(f"parity gate: {rel} failed on the CPU: {row['error']}")
         report = self.report.setdefault(rel, {})
@@ -90,14 +102,17 @@ class Gate:
             side_by_side(art, self.reference, worst, size, os.path.join(self.pictures, name))
             report["worst_picture"] = name
         for role, metrics in {"depth": row["metrics"], **row.get("output_metrics", {})}.items():
-            got = metrics["pooled_rel_l2"]
-            bound, ok = parity_gate(precision, got, self.noise[key][role])
+            mask = role in self.masks and precision != "fp32"
+            got = metrics["mask_flipped"] if mask else metrics["pooled_rel_l2"]
+            bound, ok = (MASK_GATE_FLIPPED, got <= MASK_GATE_FLIPPED) if mask else \
+                parity_gate(precision, got, self.noise[key][role])
             report["parity_cpu" if role == "depth" else f"parity_cpu_{role}"] = {**_round_metrics(metrics),
                                                                                   "gate_bound": bound}
             if not ok:
                 what = rel if role == "depth" else f"{rel}'s {role}"
-                raise EdgedepthError(f"parity gate: {what} is {got:.3e} from PyTorch FP32 (bound {bound:.3e}); "
-                                     "not released")
+                how = (f"{got:.2%} of pixels on the other side of {self.masks[role]:g} than PyTorch FP32 (bound "
+                       f"{bound:.0%})") if mask else f"{got:.3e} from PyTorch FP32 (bound {bound:.3e})"
+                raise EdgedepthError(f"parity gate: {what} is {how}; not released")
 
 
 def build_report(noise: dict[str, dict[str, float]], files: dict[str, dict], jobs: list[dict]) -> dict:

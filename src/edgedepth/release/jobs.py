@@ -118,6 +118,12 @@ def work_estimate(spec: JobSpec) -> float:
     return (spec.memory - BASE_MEMORY) * h * w * spec.job.stages
 
 
+def mask_outputs(ckpt) -> dict[str, float]:
+    """The checkpoint's outputs that are used as masks, with their thresholds (``ModelFamily.mask_outputs``)."""
+    masks = getattr(ckpt.family, "mask_outputs", None) or {}
+    return {role: masks[role] for role in ckpt.outputs if role in masks}
+
+
 _LOADED: dict = {}      # a worker's checkpoint: the last one it loaded (a Large model is 1.3 GB)
 
 
@@ -150,7 +156,7 @@ def run_job(spec: JobSpec, ckpt, items, workdir: str, step, after: tuple[str, li
 
     t0, c0 = time.perf_counter(), time.process_time()
     gate = Gate(DepthModule(ckpt.model, ckpt.outputs), items if spec.images_sha256 else [], step,
-                workdir if spec.pictures else None)
+                workdir if spec.pictures else None, mask_outputs(ckpt))
     io = io_of(ckpt.family, ckpt.outputs, spec.semantics)
     entry = lambda path, exported, text, rel=None, gpu_check=False: file_entry(  # noqa: E731
         path, exported, text, io, gate, step, gpu_check, rel, ckpt.outputs)

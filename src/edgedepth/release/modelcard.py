@@ -255,7 +255,9 @@ def _parity(c: _Card) -> list[str]:
         L += [("Every file" if not skipped else "Every file but " + ", ".join(f"`{p}`" for p in skipped))
               + f" passed the build's parity gate against {meth.get('reference')} on {img['count']} images "
               f"({img.get('set')}; set SHA-256 `{(img.get('sha256') or '')[:16]}…`): FP32 files {gate['fp32']}; "
-              f"quantised files {gate['quantized']}. The values the build measured are in `{report}` {why}."
+              f"quantised files {gate['quantized']}"
+              + (f" (their {gate['masks']})" if gate.get("masks") else "")
+              + f". The values the build measured are in `{report}` {why}."
               + (f" Not gated: {', '.join(f'`{p}`' for p in skipped)} (the building machine's Python runtimes do "
                  "not run {})." .format("it" if len(skipped) == 1 else "them") if skipped else ""), ""]
     else:

@@ -14,9 +14,13 @@ EPS = 1e-6
 
 
 class ParityAccumulator:
-    """Feed (output, reference) pairs image by image; ``summary()`` gives the metrics as a dict of floats."""
+    """Feed (output, reference) pairs image by image; ``summary()`` gives the metrics as a dict of floats.
+    ``threshold``: the output is used as a mask (score >= threshold): ``mask_flipped`` is the share of pixels on the
+    other side of it than the reference's."""
 
-    def __init__(self):
+    def __init__(self, threshold: float | None = None):
+        self.threshold = threshold
+        self._flipped = 0
         self.err2 = 0.0
         self.ref2 = 0.0
         self.per_image: list[float] = []
@@ -41,6 +45,8 @@ class ParityAccumulator:
         self.max_abs = max(self.max_abs, float(np.max(np.abs(d))) if d.size else 0.0)
         self.identical_images += int(np.array_equal(y, r))
         self._n += y.size
+        if self.threshold is not None:
+            self._flipped += int(np.count_nonzero((y >= self.threshold) != (r >= self.threshold)))
         self._sx += y.sum(); self._sy += r.sum()
         self._sxx += y @ y; self._syy += r2; self._sxy += y @ r
         s, t = align_scale_shift(y, r)
@@ -69,6 +75,7 @@ class ParityAccumulator:
             "aligned_absrel": self._absrel_sum / self._valid if self._valid else float("nan"),
             "aligned_delta1": self._delta_hits / self._valid if self._valid else float("nan"),
             "identical_images": self.identical_images,
+            **({"mask_flipped": self._flipped / n if n else float("nan")} if self.threshold is not None else {}),
         }
 
 

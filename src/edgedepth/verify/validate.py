@@ -47,9 +47,11 @@ class _References:
         return self._cache[key]
 
 
-def validate(artifacts: list[str], backends: list[str], module, items, *, threads: int = 2, progress=None) -> list[dict]:
+def validate(artifacts: list[str], backends: list[str], module, items, *, threads: int = 2, progress=None,
+             masks: dict[str, float] | None = None) -> list[dict]:
     """Returns one result dict per (artifact, backend it runs on); ``artifacts`` are paths or :class:`formats.Artifact`
-    values.  A backend the artifact's format has not (``openvino`` for a .tflite) gives no row."""
+    values.  A backend the artifact's format has not (``openvino`` for a .tflite) gives no row.  ``masks``: outputs
+    used as masks, by role, with their thresholds (``ModelFamily.mask_outputs``: their metrics add ``mask_flipped``)."""
     refs = _References(module)
     inputs: dict = {}
     results = []
@@ -68,7 +70,8 @@ def validate(artifacts: list[str], backends: list[str], module, items, *, thread
                     progress(len(items))
                 continue
             try:
-                acc, more, vs_cpu, identical = _run_items(runner, row, items, art.size, inputs, refs, cpu, progress)
+                acc, more, vs_cpu, identical = _run_items(runner, row, items, art.size, inputs, refs, cpu, progress,
+                                                          masks or {})
             finally:
                 runner.close()
             if row["status"] == "ok":
@@ -100,7 +103,7 @@ def _new_row(art, backend: str) -> tuple[dict, dict | None]:
     return row, g
 
 
-def _run_items(runner, row: dict, items, size, inputs: dict, refs, cpu: dict, progress):
+def _run_items(runner, row: dict, items, size, inputs: dict, refs, cpu: dict, progress, masks: dict):
     """Run every image (inputs cached per size; a uint8-input file gets the resized pixels), accumulating parity
     against the reference and, for a non-CPU row, against the CPU row's outputs (``cpu``, filled by the CPU row).
     A runtime failing mid-run sets ``row``'s status (a result, not a crash).  -> (vs reference, vs CPU, bit-identical
@@ -126,7 +129,7 @@ def _run_items(runner, row: dict, items, size, inputs: dict, refs, cpu: dict, pr
             if not np.all(np.isfinite(ys[role])):
                 row["flags"].append(f"non-finite {role} on {it.id}" if roles else f"non-finite output on {it.id}")
             if role != "depth":
-                more.setdefault(role, ParityAccumulator()).add(ys[role], ref[role])
+                more.setdefault(role, ParityAccumulator(masks.get(role))).add(ys[role], ref[role])
         acc.add(y, ref["depth"])
         if row["backend"] == REFERENCE_BACKEND:
             cpu[it.id] = y

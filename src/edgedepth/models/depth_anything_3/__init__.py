@@ -20,7 +20,7 @@ from ...preprocess import MEAN, PATCH, STD
 from ...variants import split_variant
 from .. import _hub
 from ..base import Checkpoint, Member, ModelFamily
-from .members import CONFIDENCE_SEMANTICS, MEMBERS, NAME, SKY_SEMANTICS, SYNTHETIC
+from .members import CONFIDENCE_SEMANTICS, MEMBERS, NAME, SKY_SEMANTICS, SKY_THRESHOLD, SYNTHETIC
 
 if TYPE_CHECKING:
     from torch import nn
@@ -37,6 +37,7 @@ class DepthAnything3(ModelFamily):
     outputs = ("depth", "confidence")   # issue 31: the monocular contract (MonoOutput), both maps in every file;
     # the mono / metric members (DPT head): depth and sky (outputs_of, member_outputs)
     output_texts = {"confidence": CONFIDENCE_SEMANTICS, "sky": SKY_SEMANTICS}
+    mask_outputs = {"sky": SKY_THRESHOLD}
     # The card's texts.  Paper and BibTeX: the depth-anything-3 package's README (0.1.1, its PyPI METADATA).
     card_title = "Depth Anything 3"
     hub_tag = "depth-anything-3"

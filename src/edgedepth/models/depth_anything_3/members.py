@@ -30,6 +30,7 @@ OUTPUT_SEMANTICS = ("relative depth, larger = farther (exp head, > 0); the files
 # The files' second output (ModelFamily.outputs: ("depth", "confidence")), the head's depth_conf on one view
 CONFIDENCE_SEMANTICS = "confidence of the depth, >= 1 (exp + 1 head), larger = more confident; relative, no unit"
 # The DPT members' second output: the head's sky branch (the package counts sky >= 0.3 as sky, compute_sky_mask)
+SKY_THRESHOLD = 0.3     # the package counts a pixel as sky where its score is at least this
 SKY_SEMANTICS = ("sky score, >= 0 (relu head); the package counts a pixel as sky where it is >= 0.3 and then sets "
                  "those pixels' depth to the 99th percentile of the rest (a step left out of these files)")
 MONO_SEMANTICS = ("relative depth, larger = farther (exp head, > 0); the files' second output is the head's sky "
