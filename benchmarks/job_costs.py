@@ -219,6 +219,16 @@ def project(rows: list[dict]) -> dict:
             "workers": [{"workers": w, "projected_wall_s": round(list_schedule(jobs, w), 1)} for w in WORKERS]}
 
 
+def _merged(rows: list[dict]) -> list[dict]:
+    """``rows`` of several reports, a later measurement of the same job replacing an earlier one, and a job measured
+    split per precision replacing the same export measured as one job."""
+    last = {}
+    for r in rows:
+        last[r["kind"], r["job"]] = r
+    split = {_row_key(r)[:3] for r in last.values() if _row_key(r)[3] != "*"}
+    return [r for r in last.values() if _row_key(r)[3] != "*" or _row_key(r)[:3] not in split]
+
+
 def _report(rows: list[dict], tiny: bool, threads: int) -> dict:
     return {"kind": "edgedepth.job_costs", "date": datetime.date.today().isoformat(), "cpu": cpu_name(),
             "cores": os.cpu_count(), "python": platform.python_version(), "commit": _commit(), "tiny": tiny,
@@ -253,7 +263,7 @@ def main(argv=None) -> int:
     out = args.out or os.path.join(HERE, "results", "job_costs_tiny.json" if args.tiny else "job_costs.json")
     if args.merge:
         parts = [json.load(open(p)) for p in args.merge]
-        rows = [row for part in parts for row in part["rows"]]
+        rows = _merged([row for part in parts for row in part["rows"]])
         report = _report(rows, parts[0]["tiny"], parts[0]["threads"])
         report["date"] = max(part["date"] for part in parts)
         report["commit"] = ",".join(sorted({part["commit"] for part in parts}))     # what the rows measured

@@ -95,12 +95,16 @@ def _site_link(m: re.Match) -> str:
     return f"`{target}`" if text.strip("`") == target else f"{text} (`{target}`)"
 
 
-def site_text(markdown: str) -> str:
-    """Repository Markdown (BENCHMARKS.md's wording) as a page of docs/benchmarks/ says it."""
-    markdown = _LINK.sub(_site_link, markdown)
+def reader_text(markdown: str) -> str:
+    """``markdown`` without the work-item numbers a reader has no use for (BENCHMARKS.md and the site alike)."""
     for pattern, repl in _SITE_WORDING:
         markdown = pattern.sub(repl, markdown)
     return markdown
+
+
+def site_text(markdown: str) -> str:
+    """Repository Markdown (BENCHMARKS.md's wording) as a page of docs/benchmarks/ says it."""
+    return reader_text(_LINK.sub(_site_link, markdown))
 
 
 def page_text(topic: Topic, body: list[str]) -> str:
@@ -133,7 +137,7 @@ def benchmarks_md(topics: list[tuple[Topic, list[str]]], notes: list[str], extra
         L += [f"## {t.title}", "", *([t.answer_text(), ""] if t.answer_text() else []),
               f"Sections: {'; '.join(headings(body))}. → [{path}]({path})", ""]
     L += extras
-    return "\n".join(L).rstrip() + "\n"
+    return reader_text("\n".join(L).rstrip() + "\n")
 
 
 def documents(topics: list[Topic], notes: list[str], extras: list[str]) -> dict[str, str]:

@@ -342,14 +342,13 @@ def _executor(args):
 
 def _dry_run(plans, cache) -> int:
     """List every job of ``plans``, whether the build cache has it, and what it declares."""
-    n = hits = 0
-    for p in plans:
-        for spec in p.specs:
-            cached = bool(cache and cache.get(spec.key))
-            n, hits = n + 1, hits + cached
-            print(f"{spec.release or p.recipe.name}  {spec.job.label:<32} {'cached' if cached else 'to build':<9} "
-                  f"{spec.memory / 2**30:5.1f} GiB  {spec.key[:16]}")
-    print(f"{n} jobs, {hits} in the build cache{'' if cache else ' (no cache)'}, {n - hits} to build")
+    rows = [(spec.release or p.recipe.name, spec, bool(cache and cache.get(spec.key))) for p in plans for spec in p.specs]
+    width = max((len(name) for name, _, _ in rows), default=0)
+    for name, spec, cached in rows:
+        print(f"{name:<{width}}  {spec.job.label:<32} {'cached' if cached else 'to build':<9} "
+              f"{spec.memory / 2**30:5.1f} GiB  {spec.key[:16]}")
+    hits = sum(c for *_, c in rows)
+    print(f"{len(rows)} jobs, {hits} in the build cache{'' if cache else ' (no cache)'}, {len(rows) - hits} to build")
     return 0
 
 
