@@ -55,7 +55,7 @@ p = plan(r, gpu_check=False)
 from edgedepth.release.jobs import run_job
 spec = p.specs[index]
 from edgedepth.errors import EdgedepthError
-upstream = (after, json.load(open(after + ".entries.json"))) if after else None
+upstream = (after, json.load(open(after + ".result.json"))) if after else None
 with tempfile.TemporaryDirectory() as d:
     work = keep or d
     t, c = time.perf_counter(), time.process_time()
@@ -63,10 +63,11 @@ with tempfile.TemporaryDirectory() as d:
         res, failed = run_job(spec, p.ckpt, p.items, work, lambda n: None, upstream), None
     except EdgedepthError as e:       # the job's own outcome (a parity gate): its cost up to there, and why
         res, failed = {"entries": []}, str(e)
-    if keep:                          # the files later jobs of this kind start from (Job.after)
-        json.dump(res["entries"], open(keep + ".entries.json", "w"))
+    if keep:                          # what later jobs of this kind start from (Job.after): files and result
+        json.dump(res, open(keep + ".result.json", "w"))
     print(json.dumps({"job": spec.job.label, "format": spec.job.format, "variant": spec.job.variant,
                       "precisions": list(spec.job.precisions), "after": spec.job.after,
+                      "pytorch_outputs_handed_on": bool(upstream and upstream[1].get("references")),
                       "seconds": round(time.perf_counter() - t, 2),
                       "cpu_seconds": round(time.process_time() - c, 2),
                       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
@@ -98,7 +99,7 @@ def measure(kind: str, tiny: bool, threads: int, only: str = "") -> list[dict]:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     jobs = _jobs_of(recipe, model, size)
     heads = {after for _, after in jobs if after}
-    wanted = [i for i, (label, _) in enumerate(jobs) if only in label]
+    wanted = [i for i, (label, _) in enumerate(jobs) if any(o in label for o in only.split(","))]
     wanted = sorted(set(wanted) | {i for i, (label, _) in enumerate(jobs) if label in heads
                                    and any(jobs[j][1] == label for j in wanted)})
     with tempfile.TemporaryDirectory(prefix="job-costs-") as keep:
@@ -256,7 +257,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--tiny", action="store_true", help="the tiny stand-ins at 28x42 (checks the script)")
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each job's process")
-    ap.add_argument("--only", default="", help="only the jobs whose label contains this (and those they start from)")
+    ap.add_argument("--only", default="", help="only the jobs whose label contains one of these (comma-separated), and those they start from")
     ap.add_argument("--merge", nargs="+", metavar="JSON", help="merge the rows of these reports into --out")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)

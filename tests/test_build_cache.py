@@ -15,6 +15,7 @@ import time
 import pytest
 
 from conftest import run_cli
+from edgedepth.errors import EdgedepthError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "golden"))
@@ -315,3 +316,34 @@ def test_failed_family_build_leaves_out_as_it_was(tmp_path, existed):
     else:
         assert not os.path.lexists(out)
     assert sorted(os.listdir(tmp_path)) == (["zoo"] if existed else [])
+
+
+def test_a_job_made_from_another_reuses_its_files_and_pytorch_outputs(tmp_path, monkeypatch):
+    """The int8 job starts from the FP32 job's file and gates against the PyTorch outputs that job's gate computed
+    (handed on in its result): PyTorch does not run again, and the int8 file is the one a whole export makes."""
+    from edgedepth.release import load_recipe
+    from edgedepth.release.build import plan
+    from edgedepth.release.jobs import decode_references, run_job
+    from edgedepth.runtimes.torch import TorchRunner
+
+    r = load_recipe("recipes/depth-anything-v2-small.py").with_overrides(
+        model="synthetic-tiny", sizes=["28x42"], parity_images=2, formats=["litert"])
+    p = plan(r, gpu_check=False)
+    labels = [s.job.label for s in p.specs]
+    head, dep = p.specs[labels.index("tflite 28x42 fp32")], p.specs[labels.index("tflite 28x42 int8")]
+    assert head.job.feeds and dep.job.after == head.job.label and not dep.job.feeds
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = run_job(head, p.ckpt, p.items, str(tmp_path / "a"), lambda n: None)
+    refs = decode_references(first["references"])
+    assert sorted(img for _, img in refs) == sorted(it.id for it in p.items)
+
+    def no_pytorch(*a, **k):
+        raise AssertionError("PyTorch ran again")
+
+    monkeypatch.setattr(TorchRunner, "run_all", no_pytorch)
+    second = run_job(dep, p.ckpt, p.items, str(tmp_path / "b"), lambda n: None, (str(tmp_path / "a"), first))
+    assert list(second["files"]) == ["depth_anything_v2_small_28x42_int8.tflite"] and "references" not in second
+    assert second["report"]["depth_anything_v2_small_28x42_int8.tflite"]["parity_cpu"]["pooled_rel_l2"] > 0
+    with pytest.raises(EdgedepthError, match="starts from the files of job tflite 28x42 fp32"):
+        run_job(dep, p.ckpt, p.items, str(tmp_path / "c"), lambda n: None)

@@ -74,6 +74,7 @@ class Job:
     stages: int = 1
     precisions: tuple[str, ...] = ()
     after: str = ""
+    feeds: bool = False         # other jobs start from its files (and the PyTorch outputs its gate computed)
 
     @property
     def label(self) -> str:
@@ -87,7 +88,8 @@ def precision_jobs(fmt: str, size: str, precisions, per_file: int, variant: str 
     precision (its ``precisions`` empty: the recipe part's own)."""
     if "fp32" not in precisions:
         return [Job(fmt, size, variant, 1 + len(precisions) * per_file)]
-    head = Job(fmt, size, variant, 1 + per_file, ("fp32",))
+    head = Job(fmt, size, variant, 1 + per_file, ("fp32",),
+               feeds=any(p != "fp32" and p not in independent for p in precisions))
     return [head if p == "fp32" else Job(fmt, size, variant, 1 + per_file, (p,),
                                          "" if p in independent else head.label) for p in precisions]
 

@@ -42,14 +42,14 @@ class Task:
     after: Any = None
 
 
-def _inputs(t: Task, finished) -> tuple[str, list] | None:
-    """(folder, manifest entries) of the finished job ``t`` comes after (``finished(index)``: a ``graph.Output``)."""
+def _inputs(t: Task, finished) -> tuple[str, dict] | None:
+    """(folder, result) of the finished job ``t`` comes after (``finished(index)``: a ``graph.Output``)."""
     if t.after is None:
         return None
     out = finished(t.after)
     if out is None:
         raise EdgedepthError(f"job {t.spec.job.label} was started before job {t.spec.job.after} finished")
-    return out.folder, out.result["entries"]
+    return out.folder, out.result
 
 
 class Serial:
@@ -251,7 +251,7 @@ def _remote_job(spec: JobSpec, items, upstream=None) -> tuple[dict, dict[str, by
         after, work = None, os.path.join(root, "job")
         os.makedirs(work)
         if upstream is not None:
-            after = (os.path.join(root, "after"), upstream[0]["entries"])
+            after = (os.path.join(root, "after"), upstream[0])
             for rel, data in upstream[1].items():
                 os.makedirs(os.path.dirname(os.path.join(after[0], rel)), exist_ok=True)
                 with open(os.path.join(after[0], rel), "wb") as f:

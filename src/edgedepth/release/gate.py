@@ -76,6 +76,9 @@ class Gate:
     def __init__(self, reference, items, step, pictures: str | None = None, masks: dict[str, float] | None = None):
         self.reference, self.items, self.step = reference, items, step
         self.masks = masks or {}        # outputs used as masks: role -> threshold (ModelFamily.mask_outputs)
+        # PyTorch's outputs per (size, photo): computed once for every file of the job (and handed on to the jobs that
+        # start from its files: jobs.run_job)
+        self.references: dict = {}
         self.pictures = pictures        # a folder for each file's worst photo side by side (the user's own photos)
         self.noise: dict[str, dict[str, float]] = {}    # {size: {role: PyTorch FP32 vs float64 rel-L2}}
         self.report: dict[str, dict] = {}
@@ -90,7 +93,8 @@ class Gate:
         if precision == "fp32" and key not in self.noise:     # only an FP32 file's bound needs it (a float64 run)
             self.noise[key] = fp32_noise_by_output(self.reference, preprocess(self.items[0].load(), size))
         self.step(f"parity {rel} ({len(self.items)} images)")
-        (row,) = validate([art], [REFERENCE_BACKEND], self.reference, self.items, masks=self.masks)
+        (row,) = validate([art], [REFERENCE_BACKEND], self.reference, self.items, masks=self.masks,
+                          references=self.references)
         if row["status"] != "ok":
             raise EdgedepthError(f"parity gate: {rel} failed on the CPU: {row['error']}")
         report = self.report.setdefault(rel, {})

@@ -100,8 +100,8 @@ def cache_key(spec: JobSpec) -> str:
 # What a job declares (an estimate, on the safe side): the libraries' own ~2 GiB (a worker running tiny jobs peaks at
 # 0.8-2.1 GiB: benchmarks/results/cluster_builds.json) plus the eager model, its rewritten copy, the exported program
 # and the converter's buffers, a few times the FP32 weights.  Measured at full size (benchmarks/results/job_costs.json,
-# a job's whole process): peaks at 34-91 % of this, the most V2 Large's LiteRT job (10.7 of 11.7 GiB) and V2 Base's
-# ONNX job (4.9 of 5.5 GiB); V2 Large's ONNX job is not measured yet
+# a job's whole process): peaks at 32-94 % of this, the most V2 Large's ONNX FP16 export (11.1 of 11.7 GiB: its own
+# fp16_safe graph) and FP32 jobs (10.1-10.4 GiB); a precision quantised from an FP32 file peaks far lower
 BASE_MEMORY = 3 << 30
 WEIGHT_FACTOR = 7
 
@@ -145,10 +145,12 @@ def checkpoint_for(spec: JobSpec):
     return ckpt
 
 
-def run_job(spec: JobSpec, ckpt, items, workdir: str, step, after: tuple[str, list] | None = None) -> dict:
+def run_job(spec: JobSpec, ckpt, items, workdir: str, step, after: tuple[str, dict] | None = None) -> dict:
     """Run one job into the empty folder ``workdir`` (``items``: the gate's photos, [] for none; ``step``: progress;
-    ``after``: the folder and manifest entries of the job it comes after, ``Job.after``).  Returns {"entries",
-    "rewrites", "report", "noise", "files": {path: sha256}, "ran": where and how long}."""
+    ``after``: the folder and result of the job it comes after, ``Job.after``: its files, manifest entries and the
+    PyTorch outputs its gate computed, which this job's gate uses instead of computing them again).  Returns
+    {"entries", "rewrites", "report", "noise", "files": {path: sha256}, "ran": where and how long, and for a job
+    others start from ("feeds") "references": its gate's PyTorch outputs (:func:`encode_references`)}."""
     if spec.job.after and after is None:
         raise EdgedepthError(f"job {spec.job.label} starts from the files of job {spec.job.after}, which it was not "
                              "given")
@@ -157,12 +159,14 @@ def run_job(spec: JobSpec, ckpt, items, workdir: str, step, after: tuple[str, li
     t0, c0 = time.perf_counter(), time.process_time()
     gate = Gate(DepthModule(ckpt.model, ckpt.outputs), items if spec.images_sha256 else [], step,
                 workdir if spec.pictures else None, mask_outputs(ckpt))
+    if after and after[1].get("references"):
+        gate.references.update(decode_references(after[1]["references"]))
     io = io_of(ckpt.family, ckpt.outputs, spec.semantics)
     entry = lambda path, exported, text, rel=None, gpu_check=False: file_entry(  # noqa: E731
         path, exported, text, io, gate, step, gpu_check, rel, ckpt.outputs)
     rs = formats.ReleaseStep(ckpt, workdir, (spec.job.size,), spec.rewrites, step, entry,
                              lambda rel, text: _write_text(os.path.join(workdir, rel), text), spec.gpu_check,
-                             spec.model_name, *((after[0], tuple(after[1])) if after else ()))
+                             spec.model_name, *((after[0], tuple(after[1]["entries"])) if after else ()))
     entries, rewrites = spec.format.release_job(spec.part, spec.job, rs)
     interrupt.check()
     files = {rel: sha256_file(os.path.join(workdir, rel)) for rel in files_in(workdir)}
@@ -170,7 +174,36 @@ def run_job(spec: JobSpec, ckpt, items, workdir: str, step, after: tuple[str, li
            "cpu_seconds": round(time.process_time() - c0, 2),
            "process_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
     return {"entries": entries, "rewrites": rewrites, "report": gate.report, "noise": gate.noise, "files": files,
-            "ran": ran}
+            "ran": ran, **({"references": encode_references(gate.references)} if spec.job.feeds else {})}
+
+
+def encode_references(refs: dict) -> dict:
+    """A gate's PyTorch outputs {((h, w), image id): {role: array}} as JSON (the build cache files a job's result as
+    JSON): {"HxW|image id|role": [shape, base64 of float32 bytes]}."""
+    import base64
+
+    import numpy as np
+
+    out = {}
+    for ((h, w), image), roles in sorted(refs.items()):
+        for role, a in roles.items():
+            a = np.ascontiguousarray(a, dtype=np.float32)
+            out[f"{h}x{w}|{image}|{role}"] = [list(a.shape), base64.b64encode(a.tobytes()).decode("ascii")]
+    return out
+
+
+def decode_references(data: dict) -> dict:
+    """:func:`encode_references` undone."""
+    import base64
+
+    import numpy as np
+
+    refs: dict = {}
+    for key, (shape, b64) in data.items():
+        size, image, role = key.split("|", 2)
+        h, w = (int(v) for v in size.split("x"))
+        refs.setdefault(((h, w), image), {})[role] = np.frombuffer(base64.b64decode(b64), np.float32).reshape(shape)
+    return refs
 
 
 def files_in(folder: str) -> list[str]:

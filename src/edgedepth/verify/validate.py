@@ -31,11 +31,12 @@ def _digest(a: np.ndarray) -> str:
 
 class _References:
     """PyTorch outputs (``run_all``'s dict: the depth, and the module's further outputs), computed once per (size,
-    image) and shared by all artifacts/backends."""
-    def __init__(self, module):
+    image) and shared by all artifacts/backends; ``cache``: a dict {(size, image id): outputs} kept by the caller
+    across calls (and seeded with outputs computed elsewhere)."""
+    def __init__(self, module, cache: dict | None = None):
         self._module = module
         self._runners: dict = {}
-        self._cache: dict = {}
+        self._cache: dict = {} if cache is None else cache
         self._TorchRunner = TorchRunner
 
     def get(self, size, item, x):
@@ -48,11 +49,12 @@ class _References:
 
 
 def validate(artifacts: list[str], backends: list[str], module, items, *, threads: int = 2, progress=None,
-             masks: dict[str, float] | None = None) -> list[dict]:
+             masks: dict[str, float] | None = None, references: dict | None = None) -> list[dict]:
     """Returns one result dict per (artifact, backend it runs on); ``artifacts`` are paths or :class:`formats.Artifact`
     values.  A backend the artifact's format has not (``openvino`` for a .tflite) gives no row.  ``masks``: outputs
-    used as masks, by role, with their thresholds (``ModelFamily.mask_outputs``: their metrics add ``mask_flipped``)."""
-    refs = _References(module)
+    used as masks, by role, with their thresholds (``ModelFamily.mask_outputs``: their metrics add ``mask_flipped``).
+    ``references``: the caller's cache of PyTorch outputs, {(size, image id): {role: array}}, used and filled."""
+    refs = _References(module, references)
     inputs: dict = {}
     results = []
     for art in artifacts:
