@@ -188,8 +188,8 @@ def project(rows: list[dict]) -> dict:
     measured split, else the kind's unsplit job (every precision of the export in one job, as measured before)."""
     cost = {_row_key(r): r["cpu_seconds"] for r in rows}
     jobs, missing, left_out, unsplit = [], set(), 0, set()
-    ids = {}
-    for member, recipe_name, fmt, variant, size, precisions, after in zoo_jobs():
+    ids, zoo = {}, zoo_jobs()
+    for member, recipe_name, fmt, variant, size, precisions, after in zoo:
         kind = kind_of(recipe_name)
         key = (kind, fmt, variant, ",".join(precisions) or "*")
         whole = (kind, fmt, variant, "*")
@@ -212,7 +212,7 @@ def project(rows: list[dict]) -> dict:
     for j in jobs:
         chains[j["id"]] = j["cost"] + (chains.get(j["after"], 0.0) if j["after"] is not None else 0.0)
     crit = max(chains, key=chains.get)
-    return {"jobs": len(jobs), "jobs_left_out": left_out, "unmeasured_kinds": sorted(map(list, missing)),
+    return {"zoo_jobs": len(zoo), "jobs": len(jobs), "jobs_left_out": left_out, "unmeasured_kinds": sorted(map(list, missing)),
             "unsplit_kinds": sorted(map(list, unsplit)),
             "job_seconds": round(sum(j["cost"] for j in jobs), 1), "longest_job_s": longest["cost"],
             "longest_job": longest["name"], "critical_path_s": round(chains[crit], 1),

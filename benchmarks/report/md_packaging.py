@@ -145,15 +145,18 @@ def section_job_costs(L: list[str]) -> None:
                  f"{z['critical_path_s'] / 60:.1f} min (the longest single job: {z['longest_job']}, "
                  f"{z['longest_job_s'] / 60:.1f} min)")
         split = ("A precision made from an FP32 file is a job of its own that starts once that file's job has "
-                 "finished" + (f"; kinds measured before jobs were split count as one job of their measured cost: "
+                 "finished" + (f"; kinds measured before jobs were split count as one job of their measured cost "
+                               f"(at least their chain's length: that job converted once and gated every file, "
+                               f"computing PyTorch's outputs again for each): "
                                + ", ".join(" ".join(k[:3]).strip() for k in z["unsplit_kinds"])
                                if z.get("unsplit_kinds") else "") + ".")
     else:
         bound = f"The longest, {z.get('longest_job', '')}, takes {z['longest_job_s'] / 60:.1f} min"
         split = ("A job is one export with every precision derived from it; a job per precision would start from "
                  "the FP32 file and cut the longest path.")
-    L += ["", f"The whole zoo, both families, is {z['jobs'] + z.get('jobs_left_out', 0)} jobs; the {z['jobs']} of a "
-          f"measured kind take {z['job_seconds'] / 3600:.1f} CPU-hours. {bound}, so no number of workers builds "
+    n = z.get("zoo_jobs", z["jobs"] + z.get("jobs_left_out", 0))
+    L += ["", f"The whole zoo, both families, is {n} jobs; the {z['jobs']} the projection counts (a kind measured "
+          f"unsplit: one job) take {z['job_seconds'] / 3600:.1f} CPU-hours. {bound}, so no number of workers builds "
           f"the zoo faster: projected on 64 workers **{w64['projected_wall_s'] / 60:.1f} min** (goal ≤ 15 min: "
           f"{goal}; a projection from the costs above, not a measurement, without the driver's own time). {split}",
           "", "| workers | projected wall min |", "|---|---|"]
