@@ -66,7 +66,11 @@ def test_a_section_from_an_earlier_build_opens_with_a_note_and_a_headline_cell_s
         md_common.load("new.json")
         L += ["## New numbers", "", "| a | b |"]
 
-    body = Topic("t", "T", lambda: [], (old_section, new_section)).body()
+    def marked_section(L):          # a row marked by facts.marker: judging it reads every report, counted as none
+        md_common.load("new.json")
+        L += ["## Marked", "", f"| {facts.marker('old.json')} |"]
+
+    body = Topic("t", "T", lambda: [], (old_section, new_section, marked_section)).body()
     notes = [i for i, line in enumerate(body) if line.startswith("> **History, not the shipped files:**")]
     assert len(notes) == 1 and body.index("## Old numbers") < notes[0] < body.index("## New numbers")
     assert "397 ops; the shipped file has 457" in body[notes[0]] and "old.json` (2026-12-02)" in body[notes[0]]
