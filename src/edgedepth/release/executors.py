@@ -155,9 +155,7 @@ class RayCluster:
                     t = refs[ref]
                     result, blobs = self._result(ref, t)
                     folder = workdir(t)
-                    for rel, data in blobs.items():
-                        os.makedirs(os.path.dirname(os.path.join(folder, rel)), exist_ok=True)
-                        write_bytes_atomic(os.path.join(folder, rel), data)
+                    _write_files(folder, blobs)
                     yield t, result, folder
         except BaseException:
             for ref in pending:
@@ -230,13 +228,24 @@ def _held(items) -> list[_HeldImage]:
 
 def _blobs(t: Task, finished) -> tuple[dict, dict[str, bytes]]:
     """What a Ray task returns, for the finished job ``t`` comes after: its result and its files' bytes."""
-    folder, _ = _inputs(t, finished)
-    out = finished(t.after)
-    blobs = {}
-    for rel in out.result["files"]:
+    folder, result = _inputs(t, finished)
+    return result, _read_files(folder, result["files"])
+
+
+def _read_files(folder: str, rels) -> dict[str, bytes]:
+    """{rel: bytes} of the files ``rels`` under ``folder`` (a job's files, to go through Ray's object store)."""
+    out = {}
+    for rel in rels:
         with open(os.path.join(folder, rel), "rb") as f:
-            blobs[rel] = f.read()
-    return out.result, blobs
+            out[rel] = f.read()
+    return out
+
+
+def _write_files(folder: str, blobs: dict[str, bytes]) -> None:
+    """``blobs`` ({rel: bytes}, :func:`_read_files`) written under ``folder``, each atomically."""
+    for rel, data in blobs.items():
+        os.makedirs(os.path.dirname(os.path.join(folder, rel)), exist_ok=True)
+        write_bytes_atomic(os.path.join(folder, rel), data)
 
 
 def _remote_job(spec: JobSpec, items, upstream=None) -> tuple[dict, dict[str, bytes]]:
@@ -252,14 +261,8 @@ def _remote_job(spec: JobSpec, items, upstream=None) -> tuple[dict, dict[str, by
         os.makedirs(work)
         if upstream is not None:
             after = (os.path.join(root, "after"), upstream[0])
-            for rel, data in upstream[1].items():
-                os.makedirs(os.path.dirname(os.path.join(after[0], rel)), exist_ok=True)
-                with open(os.path.join(after[0], rel), "wb") as f:
-                    f.write(data)
+            _write_files(after[0], upstream[1])
         result = run_job(spec, ckpt, items, work, lambda name: None, after)
-        blobs = {}
-        for rel in result["files"]:
-            with open(os.path.join(work, rel), "rb") as f:
-                blobs[rel] = f.read()
+        blobs = _read_files(work, result["files"])
     result["ran"]["node"] = ray.get_runtime_context().get_node_id()[:12]
     return result, blobs

@@ -116,7 +116,7 @@ def _order(tasks: list, longest_first: bool) -> list:
              for h in set(head.values())}
 
     def key(t):
-        first = head[t.index] != t.index
-        return (-chain[head[t.index]], head[t.index], first, -own[t.index]) if longest_first else (first, t.index)
+        follows = head[t.index] != t.index
+        return (-chain[head[t.index]], head[t.index], follows, -own[t.index]) if longest_first else (follows, t.index)
 
     return sorted(tasks, key=key)
